@@ -1,0 +1,151 @@
+//! `fragkit scan PATH...`
+
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::{ScanArgs, ScanFormat, SortKey};
+use crate::layout::walk::{self, WalkOptions};
+use crate::report::filefrag::FilefragPrinter;
+use crate::report::scan as out;
+use crate::scan::{scan_roots, FileEntry, DEFAULT_REQUEST_SIZE};
+
+/// Exit status: 0 all read, 1 some paths could not be read (results still printed).
+pub fn run(args: ScanArgs) -> Result<i32> {
+    let mut roots = Vec::new();
+    for p in &args.paths {
+        match walk::check_root(p) {
+            Ok(r) => roots.push(r),
+            Err(e) => bail!("{e}"),
+        }
+    }
+    let request_sizes = if args.request_sizes.is_empty() {
+        vec![DEFAULT_REQUEST_SIZE]
+    } else {
+        args.request_sizes.clone()
+    };
+    if let Some(0) = args.threads {
+        bail!("--threads 0: expected at least 1 worker thread");
+    }
+    let opts = WalkOptions {
+        one_file_system: !args.cross_mounts,
+        sync: args.sync,
+        extensions: args
+            .extensions
+            .iter()
+            .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
+            .filter(|e| !e.is_empty())
+            .collect(),
+    };
+
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
+    if !io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {pos} files mapped ({per_sec}) {elapsed}")
+            .expect("static template"),
+    );
+    // Short scans finish before the first tick and never draw.
+    bar.enable_steady_tick(Duration::from_millis(250));
+    let progress = |n: u64| {
+        if n % 64 == 0 {
+            bar.set_position(n)
+        }
+    };
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0))
+        .build()?;
+    let result = pool.install(|| scan_roots(&roots, &opts, &request_sizes, &progress));
+    bar.finish_and_clear();
+
+    for e in &result.errors {
+        eprintln!("fragkit: {}: {}", e.path.display(), e.message);
+    }
+
+    let machine = args.format != ScanFormat::Table;
+    let sort = args.sort.unwrap_or(if machine {
+        SortKey::Path
+    } else {
+        SortKey::Extra
+    });
+    let top = args.top.unwrap_or(if machine { 0 } else { 25 });
+    let mut listed: Vec<&FileEntry> = result
+        .files
+        .iter()
+        .filter(|f| f.metrics.fragments >= args.min_fragments)
+        .collect();
+    sort_files(&mut listed, sort);
+    if args.reverse {
+        listed.reverse();
+    }
+    let matching = listed.len();
+    if top > 0 {
+        listed.truncate(top);
+    }
+    if args.summary_only {
+        listed.clear();
+    }
+
+    let stdout = io::stdout();
+    let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let written = match args.format {
+        ScanFormat::Table => {
+            out::write_table(&mut w, &result, &listed, matching, args.summary_only)
+        }
+        ScanFormat::Json => out::write_json(&mut w, &result, &listed),
+        ScanFormat::Ndjson => out::write_ndjson(&mut w, &result, &listed),
+        ScanFormat::Csv => out::write_csv(&mut w, &result, &listed),
+        ScanFormat::Filefrag => {
+            let mut p = FilefragPrinter::default();
+            listed.iter().try_for_each(|f| p.print(&mut w, &f.file))
+        }
+    };
+    match written.and_then(|_| w.flush()) {
+        Ok(()) => {}
+        // `fragkit scan ... | head` is not an error.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
+        Err(e) => bail!("writing output: {e}"),
+    }
+    Ok(if result.errors.is_empty() { 0 } else { 1 })
+}
+
+fn sort_files(files: &mut [&FileEntry], key: SortKey) {
+    let extra = |f: &FileEntry| f.metrics.requests[0].extra();
+    let ratio = |f: &FileEntry| f.metrics.requests[0].ratio();
+    match key {
+        SortKey::Path => files.sort_by(|a, b| a.file.path.cmp(&b.file.path)),
+        SortKey::Fragments => files.sort_by(|a, b| {
+            b.metrics
+                .fragments
+                .cmp(&a.metrics.fragments)
+                .then(a.file.path.cmp(&b.file.path))
+        }),
+        SortKey::Extents => files.sort_by(|a, b| {
+            b.metrics
+                .extents
+                .cmp(&a.metrics.extents)
+                .then(a.file.path.cmp(&b.file.path))
+        }),
+        SortKey::Extra => files.sort_by(|a, b| {
+            extra(b)
+                .cmp(&extra(a))
+                .then(b.metrics.fragments.cmp(&a.metrics.fragments))
+                .then(a.file.path.cmp(&b.file.path))
+        }),
+        SortKey::Ratio => files.sort_by(|a, b| {
+            ratio(b)
+                .total_cmp(&ratio(a))
+                .then(a.file.path.cmp(&b.file.path))
+        }),
+        SortKey::Size => files.sort_by(|a, b| {
+            b.metrics
+                .size
+                .cmp(&a.metrics.size)
+                .then(a.file.path.cmp(&b.file.path))
+        }),
+    }
+}

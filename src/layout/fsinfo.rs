@@ -1,0 +1,99 @@
+//! What file system a path lives on: fstatfs(2) and FIGETBSZ.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// FIGETBSZ = _IO(0x00, 2): the block size FIEMAP/FIBMAP reports in (include/uapi/linux/fs.h).
+const FIGETBSZ: libc::c_ulong = 2;
+
+/// Per-file-system facts the extent engine needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsInfo {
+    /// statfs f_type magic (include/uapi/linux/magic.h).
+    pub magic: u64,
+    /// Fundamental block size (f_bsize).
+    pub block_size: u32,
+    /// Total blocks (f_blocks), in f_frsize units.
+    pub blocks: u64,
+    /// Free blocks for unprivileged users (f_bavail).
+    pub blocks_available: u64,
+    /// Free blocks (f_bfree).
+    pub blocks_free: u64,
+}
+
+pub const EXT4_MAGIC: u64 = 0xEF53;
+pub const XFS_MAGIC: u64 = 0x5846_5342;
+pub const BTRFS_MAGIC: u64 = 0x9123_683E;
+pub const F2FS_MAGIC: u64 = 0xF2F5_2010;
+pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+
+impl FsInfo {
+    pub fn of_fd(fd: BorrowedFd<'_>) -> io::Result<FsInfo> {
+        // SAFETY: statfs is plain data; fstatfs fills it or fails.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut info = FsInfo {
+            magic: st.f_type as u64,
+            block_size: st.f_bsize as u32,
+            blocks: st.f_blocks,
+            blocks_available: st.f_bavail,
+            blocks_free: st.f_bfree,
+        };
+        if let Ok(bs) = block_size_of(fd) {
+            info.block_size = bs;
+        }
+        Ok(info)
+    }
+
+    /// Short name of the file system type ("ext4", "xfs", ...), or the magic in hex.
+    pub fn type_name(&self) -> String {
+        fs_type_name(self.magic)
+    }
+
+    /// File systems known to have no FIEMAP at all; scanning them can only fail.
+    pub fn lacks_fiemap(&self) -> bool {
+        matches!(
+            self.magic,
+            TMPFS_MAGIC
+                | 0x9fa0      // procfs
+                | 0x6265_6572 // sysfs
+                | 0x1373      // devfs/devtmpfs shares tmpfs magic; kept for old kernels
+                | 0x6367_7270 // cgroup2
+                | 0x2702_0420 // ramfs (shares tmpfs magic on modern kernels)
+        )
+    }
+}
+
+/// FIGETBSZ on an open file: the unit FIEMAP-based tools (filefrag) count blocks in.
+pub fn block_size_of(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let mut bs: libc::c_int = 0;
+    // SAFETY: FIGETBSZ writes one int.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), FIGETBSZ as _, &mut bs) } < 0 || bs <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(bs as u32)
+}
+
+pub fn fs_type_name(magic: u64) -> String {
+    match magic {
+        EXT4_MAGIC => "ext4".into(),
+        XFS_MAGIC => "xfs".into(),
+        BTRFS_MAGIC => "btrfs".into(),
+        F2FS_MAGIC => "f2fs".into(),
+        TMPFS_MAGIC => "tmpfs".into(),
+        0x9fa0 => "proc".into(),
+        0x6265_6572 => "sysfs".into(),
+        0x794c_7630 => "overlay".into(),
+        0x6573_5546 => "fuse".into(),
+        0x6969 => "nfs".into(),
+        0x5346_544e => "ntfs".into(),
+        0x4d44 => "vfat".into(),
+        0x2fc1_2fc1 => "zfs".into(),
+        0xcafe_4a11 => "bpf".into(),
+        0x6367_7270 => "cgroup2".into(),
+        0xca45_1a4e => "bcachefs".into(),
+        other => format!("{other:#x}"),
+    }
+}

@@ -1,0 +1,615 @@
+//! Fragmentation metrics, exactly as DESIGN.md defines them. Pure functions over extent
+//! lists so they can be property-tested without a file system.
+
+use serde::Serialize;
+
+use crate::layout::model::{ExtentFlags, FileLayout, Fragment};
+
+/// Requests a whole-file sequential read with aligned `size`-byte requests needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RequestCount {
+    /// The request size R in bytes.
+    pub size: u64,
+    /// S(R): Σ over windows [kR,(k+1)R) of the data runs touching the window.
+    pub split: u64,
+    /// I(R): windows holding any data.
+    pub ideal: u64,
+}
+
+impl RequestCount {
+    /// S(R) − I(R): requests spent only because fragments split windows.
+    pub fn extra(&self) -> u64 {
+        self.split - self.ideal
+    }
+    /// S(R)/I(R) ≥ 1; 1 for a file with no data.
+    pub fn ratio(&self) -> f64 {
+        if self.ideal == 0 {
+            1.0
+        } else {
+            self.split as f64 / self.ideal as f64
+        }
+    }
+    pub fn add(&mut self, other: &RequestCount) {
+        self.split += other.split;
+        self.ideal += other.ideal;
+    }
+}
+
+/// S(R) and I(R) for data runs sorted by logical offset and not overlapping.
+pub fn request_count(runs: &[Fragment], size: u64) -> RequestCount {
+    assert!(size > 0, "request size must be positive");
+    let mut split = 0;
+    let mut ideal = 0;
+    let mut last_window: Option<u64> = None;
+    for r in runs.iter().filter(|r| r.length > 0) {
+        let first = r.logical / size;
+        let last = (r.logical_end() - 1) / size;
+        split += last - first + 1;
+        // Windows already counted for an earlier run are not new windows.
+        let new_from = match last_window {
+            Some(w) if w >= first => w + 1,
+            _ => first,
+        };
+        if last >= new_from {
+            ideal += last - new_from + 1;
+        }
+        last_window = Some(last_window.map_or(last, |w| w.max(last)));
+    }
+    RequestCount { size, split, ideal }
+}
+
+/// Byte ranges whose R-aligned windows span more than one data run: what a
+/// bypass/pick-style defrag must rewrite to remove every extra request at R.
+/// Returns (windows to move, bytes to move). Bytes are clipped to the data in each window.
+pub fn split_windows(runs: &[Fragment], size: u64) -> (u64, u64) {
+    // Only a run's first and last window can be shared with another run: every window in
+    // between lies inside the run. Runs are sorted and disjoint, so the windows visited
+    // below come in non-decreasing order and equal ones are adjacent.
+    let mut windows = 0;
+    let mut bytes = 0;
+    let mut current: Option<(u64, u64, u64)> = None; // (window, runs touching, data bytes)
+    let mut flush = |c: Option<(u64, u64, u64)>| {
+        if let Some((_, touching, data)) = c {
+            if touching > 1 {
+                windows += 1;
+                bytes += data;
+            }
+        }
+    };
+    for r in runs.iter().filter(|r| r.length > 0) {
+        let first = r.logical / size;
+        let last = (r.logical_end() - 1) / size;
+        let ends = if first == last {
+            vec![first]
+        } else {
+            vec![first, last]
+        };
+        for w in ends {
+            let part = r.logical_end().min((w + 1) * size) - r.logical.max(w * size);
+            match current {
+                Some((cw, touching, data)) if cw == w => {
+                    current = Some((cw, touching + 1, data + part))
+                }
+                _ => {
+                    flush(current);
+                    current = Some((w, 1, part));
+                }
+            }
+        }
+    }
+    flush(current);
+    (windows, bytes)
+}
+
+/// Power-of-two histogram plus moments. Bucket k holds values in [2^k, 2^(k+1)); zero has
+/// its own bucket.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Distribution {
+    pub count: u64,
+    pub min: u64,
+    pub max: u64,
+    pub sum: u64,
+    /// Non-empty buckets only, ascending.
+    pub buckets: Vec<Bucket>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Bucket {
+    /// Smallest value in the bucket (0, 1, 2, 4, ...).
+    pub min: u64,
+    /// Largest value in the bucket.
+    pub max: u64,
+    pub count: u64,
+}
+
+fn bucket_bounds(v: u64) -> (u64, u64) {
+    if v == 0 {
+        (0, 0)
+    } else {
+        let k = 63 - v.leading_zeros();
+        let lo = 1u64 << k;
+        (lo, lo.saturating_sub(1).saturating_add(lo))
+    }
+}
+
+impl Distribution {
+    pub fn add(&mut self, v: u64) {
+        self.add_n(v, 1);
+    }
+
+    fn add_n(&mut self, v: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if self.count == 0 {
+            self.min = v;
+            self.max = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.count += n;
+        self.sum = self.sum.saturating_add(v.saturating_mul(n));
+        let (lo, hi) = bucket_bounds(v);
+        match self.buckets.binary_search_by_key(&lo, |b| b.min) {
+            Ok(i) => self.buckets[i].count += n,
+            Err(i) => self.buckets.insert(
+                i,
+                Bucket {
+                    min: lo,
+                    max: hi,
+                    count: n,
+                },
+            ),
+        }
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    pub fn merge(&mut self, other: &Distribution) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = other.clone();
+            return;
+        }
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.count += other.count;
+        self.sum = self.sum.saturating_add(other.sum);
+        for b in &other.buckets {
+            match self.buckets.binary_search_by_key(&b.min, |x| x.min) {
+                Ok(i) => self.buckets[i].count += b.count,
+                Err(i) => self.buckets.insert(i, *b),
+            }
+        }
+    }
+}
+
+/// Per-file metrics (DESIGN.md "Definitions").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileMetrics {
+    pub size: u64,
+    pub allocated: u64,
+    pub extents: u64,
+    /// Degree of fragmentation: fragments over located extents (written or preallocated).
+    pub fragments: u64,
+    pub holes: u64,
+    pub hole_bytes: u64,
+    pub unwritten_bytes: u64,
+    pub delalloc_bytes: u64,
+    pub shared_bytes: u64,
+    pub encoded_bytes: u64,
+    pub inline_bytes: u64,
+    /// File-system blocks in located extents: the "blocks" of the layout score.
+    pub blocks: u64,
+    pub frag_sizes: Distribution,
+    /// |frag distance| between logically consecutive fragments.
+    pub frag_distances: Distribution,
+    pub requests: Vec<RequestCount>,
+    /// Bytes a window-granular defrag would move to remove all extra requests at each R
+    /// (same order as `requests`).
+    pub move_bytes: Vec<u64>,
+}
+
+impl FileMetrics {
+    pub fn compute(layout: &FileLayout, request_sizes: &[u64]) -> FileMetrics {
+        let frags = layout.fragments();
+        let runs = layout.data_runs();
+        let bs = layout.block_size.max(1) as u64;
+        let (holes, hole_bytes) = layout.holes();
+        let mut frag_sizes = Distribution::default();
+        let mut frag_distances = Distribution::default();
+        for (i, f) in frags.iter().enumerate() {
+            frag_sizes.add(f.length);
+            if i > 0 {
+                let prev = &frags[i - 1];
+                frag_distances.add(f.physical.abs_diff(prev.physical_end()));
+            }
+        }
+        let blocks = frags.iter().map(|f| f.length.div_ceil(bs)).sum();
+        FileMetrics {
+            size: layout.size,
+            allocated: layout.allocated,
+            extents: layout.extents.len() as u64,
+            fragments: frags.len() as u64,
+            holes,
+            hole_bytes,
+            unwritten_bytes: layout.bytes_with(ExtentFlags::UNWRITTEN),
+            delalloc_bytes: layout.bytes_with(ExtentFlags::DELALLOC),
+            shared_bytes: layout.bytes_with(ExtentFlags::SHARED),
+            encoded_bytes: layout.bytes_with(ExtentFlags::ENCODED),
+            inline_bytes: layout.bytes_with(ExtentFlags::DATA_INLINE),
+            blocks,
+            frag_sizes,
+            frag_distances,
+            requests: request_sizes
+                .iter()
+                .map(|&r| request_count(&runs, r))
+                .collect(),
+            move_bytes: request_sizes
+                .iter()
+                .map(|&r| split_windows(&runs, r).1)
+                .collect(),
+        }
+    }
+
+    /// Smith–Seltzer layout score of one file: (blocks − fragments)/(blocks − 1); 1 when
+    /// the file has at most one block.
+    pub fn layout_score(&self) -> f64 {
+        if self.blocks <= 1 {
+            1.0
+        } else {
+            (self.blocks - self.fragments.min(self.blocks)) as f64 / (self.blocks - 1) as f64
+        }
+    }
+
+    pub fn is_fragmented(&self) -> bool {
+        self.fragments > 1
+    }
+}
+
+/// e4defrag's "best" extent count for a file of `blocks` blocks, assuming ext4's default
+/// geometry (32768 blocks per group, 16 groups per flex group) as e4defrag -c does.
+pub fn e4defrag_best_extents(blocks: u64) -> u64 {
+    const BLOCKS_PER_FLEX_GROUP: u64 = 32768 * 16;
+    if blocks == 0 {
+        0
+    } else {
+        (blocks - 1) / BLOCKS_PER_FLEX_GROUP + 1
+    }
+}
+
+/// e2fsprogs' CALC_SCORE over a ratio in percent: >10 → 80 + 20·ratio/100, else 8·ratio.
+pub fn e4defrag_score(fragments: u64, best: u64, blocks: u64) -> f64 {
+    if blocks == 0 {
+        return 0.0;
+    }
+    let ratio = (fragments as f64 - best as f64) * 100.0 / blocks as f64;
+    if ratio > 10.0 {
+        80.0 + 20.0 * ratio / 100.0
+    } else {
+        8.0 * ratio
+    }
+}
+
+/// Totals over a set of files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SetMetrics {
+    pub files: u64,
+    pub fragmented_files: u64,
+    pub bytes: u64,
+    pub allocated: u64,
+    pub extents: u64,
+    pub fragments: u64,
+    pub holes: u64,
+    pub unwritten_bytes: u64,
+    pub shared_bytes: u64,
+    pub encoded_bytes: u64,
+    pub blocks: u64,
+    /// Σ(blocks − fragments) and Σ(blocks − 1) over files with ≥1 block.
+    layout_num: u64,
+    layout_den: u64,
+    e4_best: u64,
+    e4_fragments: u64,
+    pub requests: Vec<RequestCount>,
+    pub move_bytes: Vec<u64>,
+    pub frag_sizes: Distribution,
+    pub frag_distances: Distribution,
+}
+
+impl SetMetrics {
+    pub fn new(request_sizes: &[u64]) -> SetMetrics {
+        SetMetrics {
+            requests: request_sizes
+                .iter()
+                .map(|&size| RequestCount {
+                    size,
+                    split: 0,
+                    ideal: 0,
+                })
+                .collect(),
+            move_bytes: vec![0; request_sizes.len()],
+            ..SetMetrics::default()
+        }
+    }
+
+    pub fn add(&mut self, m: &FileMetrics) {
+        self.files += 1;
+        self.fragmented_files += m.is_fragmented() as u64;
+        self.bytes += m.size;
+        self.allocated += m.allocated;
+        self.extents += m.extents;
+        self.fragments += m.fragments;
+        self.holes += m.holes;
+        self.unwritten_bytes += m.unwritten_bytes;
+        self.shared_bytes += m.shared_bytes;
+        self.encoded_bytes += m.encoded_bytes;
+        self.blocks += m.blocks;
+        if m.blocks >= 1 {
+            self.layout_num += m.blocks - m.fragments.min(m.blocks);
+            self.layout_den += m.blocks - 1;
+        }
+        if m.size > 0 && m.blocks > 0 {
+            self.e4_best += e4defrag_best_extents(m.blocks);
+            self.e4_fragments += m.fragments;
+        }
+        for (acc, r) in self.requests.iter_mut().zip(&m.requests) {
+            acc.add(r);
+        }
+        for (acc, b) in self.move_bytes.iter_mut().zip(&m.move_bytes) {
+            *acc += b;
+        }
+        self.frag_sizes.merge(&m.frag_sizes);
+        self.frag_distances.merge(&m.frag_distances);
+    }
+
+    /// Smith–Seltzer layout score over the set: Σ(blocks − fragments)/Σ(blocks − 1).
+    pub fn layout_score(&self) -> f64 {
+        if self.layout_den == 0 {
+            1.0
+        } else {
+            self.layout_num as f64 / self.layout_den as f64
+        }
+    }
+
+    /// e4defrag -c's fragmentation score (0–30 fine, 31–55 a little, 56+ defrag).
+    pub fn e4defrag_score(&self) -> f64 {
+        e4defrag_score(self.e4_fragments, self.e4_best, self.blocks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::model::Extent;
+    use proptest::prelude::*;
+
+    const BS: u64 = 4096;
+
+    fn ext(logical: u64, physical: u64, length: u64, flags: u32) -> Extent {
+        Extent {
+            logical,
+            physical,
+            length,
+            flags: ExtentFlags(flags),
+        }
+    }
+
+    fn layout(extents: Vec<Extent>) -> FileLayout {
+        let size = extents.last().map_or(0, |e| e.logical_end());
+        FileLayout {
+            size,
+            allocated: extents.iter().map(|e| e.length).sum(),
+            block_size: BS as u32,
+            extents,
+        }
+    }
+
+    /// Random block-aligned extent lists: logical gaps (holes), physical jumps or
+    /// continuations, some unwritten records.
+    fn arb_extents() -> impl Strategy<Value = Vec<Extent>> {
+        prop::collection::vec(
+            (0u64..4, 1u64..64, any::<bool>(), 0u64..2000, any::<bool>()),
+            0..40,
+        )
+        .prop_map(|specs| {
+            let mut out = Vec::new();
+            let mut logical = 0u64;
+            let mut physical = 1000 * BS;
+            for (gap, len, jump, to, unwritten) in specs {
+                logical += gap * BS;
+                if jump || gap > 0 {
+                    physical = (to + 1) * 64 * BS;
+                }
+                let flags = if unwritten {
+                    ExtentFlags::UNWRITTEN.0
+                } else {
+                    0
+                };
+                out.push(ext(logical, physical, len * BS, flags));
+                logical += len * BS;
+                physical += len * BS;
+            }
+            if let Some(l) = out.last_mut() {
+                l.flags.0 |= ExtentFlags::LAST.0;
+            }
+            out
+        })
+    }
+
+    fn brute_requests(runs: &[Fragment], r: u64) -> (u64, u64) {
+        let end = runs.iter().map(|f| f.logical_end()).max().unwrap_or(0);
+        let (mut split, mut ideal) = (0, 0);
+        let mut w = 0;
+        while w * r < end {
+            let n = runs
+                .iter()
+                .filter(|f| f.logical < (w + 1) * r && f.logical_end() > w * r)
+                .count() as u64;
+            split += n;
+            ideal += (n > 0) as u64;
+            w += 1;
+        }
+        (split, ideal)
+    }
+
+    proptest! {
+        #[test]
+        fn fragments_never_exceed_extents(exts in arb_extents()) {
+            let l = layout(exts);
+            prop_assert!(l.fragments().len() <= l.extents.len());
+            prop_assert!(l.data_runs().len() <= l.extents.len());
+        }
+
+        #[test]
+        fn split_at_least_ideal_and_matches_brute_force(exts in arb_extents(), k in 1u64..64) {
+            let l = layout(exts);
+            let runs = l.data_runs();
+            let r = k * BS;
+            let c = request_count(&runs, r);
+            prop_assert!(c.split >= c.ideal);
+            prop_assert!(c.ratio() >= 1.0);
+            prop_assert_eq!((c.split, c.ideal), brute_requests(&runs, r));
+            // Each extra request needs a run boundary inside a window.
+            prop_assert!(c.extra() <= runs.len().saturating_sub(1) as u64);
+        }
+
+        #[test]
+        fn adjacent_record_splits_are_not_fragmentation(exts in arb_extents(), pieces in 2u64..5) {
+            let l = layout(exts.clone());
+            // Cut every extent into physically adjacent records, as ext4 does at 32768 blocks.
+            let mut cut = Vec::new();
+            for e in &exts {
+                let blocks = e.length / BS;
+                let step = (blocks / pieces).max(1);
+                let mut off = 0;
+                while off < blocks {
+                    let n = step.min(blocks - off);
+                    cut.push(ext(e.logical + off * BS, e.physical + off * BS, n * BS, e.flags.0 & !ExtentFlags::LAST.0));
+                    off += n;
+                }
+            }
+            let l2 = layout(cut);
+            prop_assert_eq!(l.fragments().len(), l2.fragments().len());
+            let m1 = FileMetrics::compute(&l, &[128 * 1024]);
+            let m2 = FileMetrics::compute(&l2, &[128 * 1024]);
+            prop_assert_eq!(m1.requests, m2.requests);
+            prop_assert_eq!(m1.fragments, m2.fragments);
+            prop_assert_eq!(m1.move_bytes, m2.move_bytes);
+        }
+
+        #[test]
+        fn move_bytes_bounded(exts in arb_extents(), k in 1u64..64) {
+            let l = layout(exts);
+            let runs = l.data_runs();
+            let r = k * BS;
+            let (windows, bytes) = split_windows(&runs, r);
+            let c = request_count(&runs, r);
+            prop_assert!(windows <= c.extra());
+            prop_assert_eq!(windows == 0, c.extra() == 0);
+            prop_assert!(bytes <= windows * r);
+            prop_assert!(bytes <= runs.iter().map(|f| f.length).sum::<u64>());
+        }
+
+        #[test]
+        fn layout_score_in_unit_interval(exts in arb_extents()) {
+            let m = FileMetrics::compute(&layout(exts), &[BS]);
+            let s = m.layout_score();
+            prop_assert!((0.0..=1.0).contains(&s));
+            let mut set = SetMetrics::new(&[BS]);
+            set.add(&m);
+            prop_assert!((0.0..=1.0).contains(&set.layout_score()));
+        }
+
+        #[test]
+        fn distribution_counts_add_up(values in prop::collection::vec(0u64..1u64 << 40, 0..100)) {
+            let mut d = Distribution::default();
+            for v in &values { d.add(*v); }
+            prop_assert_eq!(d.count, values.len() as u64);
+            prop_assert_eq!(d.buckets.iter().map(|b| b.count).sum::<u64>(), d.count);
+            for v in &values {
+                prop_assert!(d.buckets.iter().any(|b| b.min <= *v && *v <= b.max));
+            }
+        }
+    }
+
+    #[test]
+    fn contiguous_file_has_ratio_one() {
+        // 200 MiB in two records split at ext4's 32768-block cap, physically adjacent.
+        let l = layout(vec![
+            ext(0, 1 << 30, 32768 * BS, 0),
+            ext(
+                32768 * BS,
+                (1 << 30) + 32768 * BS,
+                18432 * BS,
+                ExtentFlags::LAST.0,
+            ),
+        ]);
+        let m = FileMetrics::compute(&l, &[128 * 1024, 1 << 20]);
+        assert_eq!(m.extents, 2);
+        assert_eq!(m.fragments, 1);
+        for r in &m.requests {
+            assert_eq!(r.split, r.ideal);
+            assert_eq!(r.ratio(), 1.0);
+        }
+        assert_eq!(m.layout_score(), 1.0);
+    }
+
+    #[test]
+    fn interleaved_64k_fragments_double_128k_requests() {
+        // 16 fragments of 64 KiB, each 64 KiB apart on disk: every 128 KiB window holds two.
+        let exts: Vec<Extent> = (0..16)
+            .map(|i| ext(i * 65536, 1 << 30 | (i * 131072), 65536, 0))
+            .collect();
+        let m = FileMetrics::compute(&layout(exts), &[128 * 1024]);
+        assert_eq!(m.fragments, 16);
+        assert_eq!(m.requests[0].split, 16);
+        assert_eq!(m.requests[0].ideal, 8);
+        assert_eq!(m.requests[0].extra(), 8);
+        assert_eq!(m.move_bytes[0], 16 * 65536);
+        assert_eq!(m.frag_distances.min, 65536);
+        assert_eq!(m.frag_distances.count, 15);
+    }
+
+    #[test]
+    fn unwritten_and_holes_cost_no_requests() {
+        let l = FileLayout {
+            size: 1 << 20,
+            allocated: 512 * 1024,
+            block_size: 4096,
+            extents: vec![
+                ext(0, 1 << 30, 131072, 0),
+                ext(131072, (1 << 30) + 131072, 131072, ExtentFlags::UNWRITTEN.0),
+                // hole at [256K, 512K)
+                ext(524288, 1 << 31, 262144, ExtentFlags::LAST.0),
+            ],
+        };
+        let m = FileMetrics::compute(&l, &[128 * 1024]);
+        assert_eq!(
+            m.fragments, 2,
+            "written+unwritten adjacent records are one fragment"
+        );
+        assert_eq!(m.requests[0].ideal, 3);
+        assert_eq!(m.requests[0].split, 3);
+        assert_eq!((m.holes, m.hole_bytes), (2, 262144 + 262144));
+        assert_eq!(m.unwritten_bytes, 131072);
+    }
+
+    #[test]
+    fn e4defrag_score_formula() {
+        // ratio = (now - best) * 100 / blocks; 8*ratio up to 10, then 80 + 20*ratio/100.
+        assert_eq!(e4defrag_score(1, 1, 100), 0.0);
+        assert_eq!(e4defrag_score(6, 1, 100), 40.0);
+        assert_eq!(e4defrag_score(51, 1, 100), 90.0);
+        assert_eq!(e4defrag_best_extents(524288), 1);
+        assert_eq!(e4defrag_best_extents(524289), 2);
+    }
+}

@@ -1,0 +1,4 @@
+//! Turning results into text for people and machines.
+
+pub mod filefrag;
+pub mod scan;

@@ -1,0 +1,391 @@
+//! Scratch file systems: an image file on a loop device, formatted and mounted.
+//!
+//! This is what the tests and `fragkit lab` fragment and measure, so that nothing of the
+//! user's is ever touched. Every scratch file system has a marker file beside its mount
+//! point; `destroy` refuses anything without a marker that matches what is mounted.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::FsType;
+
+const MARKER: &str = "fragkit-scratch.json";
+
+impl FsType {
+    pub fn name(self) -> &'static str {
+        match self {
+            FsType::Ext4 => "ext4",
+            FsType::Xfs => "xfs",
+            FsType::Btrfs => "btrfs",
+            FsType::F2fs => "f2fs",
+        }
+    }
+
+    fn mkfs(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            // nodiscard: discarding a fresh sparse image is pointless and slow.
+            FsType::Ext4 => ("mkfs.ext4", &["-F", "-q", "-b", "4096", "-E", "nodiscard"]),
+            FsType::Xfs => ("mkfs.xfs", &["-f", "-q", "-K"]),
+            FsType::Btrfs => ("mkfs.btrfs", &["-f", "-q", "--nodiscard"]),
+            FsType::F2fs => ("mkfs.f2fs", &["-f", "-q", "-t", "0"]),
+        }
+    }
+
+    /// Smallest image mkfs accepts here (xfsprogs refuses < 300 MiB).
+    fn min_size(self) -> u64 {
+        match self {
+            FsType::Ext4 => 16 << 20,
+            FsType::Xfs => 300 << 20,
+            FsType::Btrfs => 128 << 20,
+            FsType::F2fs => 64 << 20,
+        }
+    }
+}
+
+/// How to make a scratch file system.
+#[derive(Debug, Clone)]
+pub struct ScratchSpec {
+    pub fs: FsType,
+    pub size: u64,
+    /// Where to keep the image and mount point; a fresh temporary directory if None.
+    pub dir: Option<PathBuf>,
+    pub mkfs_args: Vec<String>,
+    pub mount_options: Option<String>,
+}
+
+impl ScratchSpec {
+    pub fn new(fs: FsType, size: u64) -> ScratchSpec {
+        ScratchSpec {
+            fs,
+            size,
+            dir: None,
+            mkfs_args: Vec::new(),
+            mount_options: None,
+        }
+    }
+}
+
+/// What the marker records, and what `scratch create --format json` prints.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ScratchInfo {
+    pub version: u32,
+    pub fs: String,
+    pub size: u64,
+    pub dir: PathBuf,
+    pub image: PathBuf,
+    pub loop_device: PathBuf,
+    pub mountpoint: PathBuf,
+    /// fragkit made `dir` itself and removes it on destroy.
+    pub created_dir: bool,
+}
+
+/// A mounted scratch file system; unmounted, detached and deleted when dropped
+/// (unless [`Scratch::keep`] was called).
+#[derive(Debug)]
+pub struct Scratch {
+    pub info: ScratchInfo,
+    keep: bool,
+}
+
+pub fn require_root(what: &str) -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("{what} needs root (loop devices, mkfs and mount); run it as root, e.g. with sudo");
+    }
+    Ok(())
+}
+
+fn run(cmd: &mut Command) -> Result<String> {
+    let shown = format!("{cmd:?}").replace('"', "");
+    let out = cmd.output().map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            anyhow!(
+                "{}: not installed (run scripts/install-deps)",
+                cmd.get_program().to_string_lossy()
+            )
+        } else {
+            anyhow!("{shown}: {e}")
+        }
+    })?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        bail!("{shown} failed: {}", err.trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn kernel_has(fs: &str) -> bool {
+    let listed = |t: &str| t.lines().any(|l| l.split_whitespace().last() == Some(fs));
+    if fs::read_to_string("/proc/filesystems").is_ok_and(|t| listed(&t)) {
+        return true;
+    }
+    // A module may just not be loaded yet.
+    let _ = Command::new("modprobe").arg("-q").arg(fs).status();
+    fs::read_to_string("/proc/filesystems").is_ok_and(|t| listed(&t))
+}
+
+impl Scratch {
+    pub fn create(spec: &ScratchSpec) -> Result<Scratch> {
+        require_root("creating a scratch file system")?;
+        let fs = spec.fs;
+        if spec.size < fs.min_size() {
+            bail!(
+                "--size {}: too small for {} (at least {} MiB)",
+                spec.size,
+                fs.name(),
+                fs.min_size() >> 20
+            );
+        }
+        if !kernel_has(fs.name()) {
+            bail!(
+                "{} is not available in this kernel (not in /proc/filesystems); for f2fs use scripts/f2fs-guest",
+                fs.name()
+            );
+        }
+        let (dir, created_dir) = match &spec.dir {
+            Some(d) => {
+                fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
+                if d.join(MARKER).exists() {
+                    bail!("{}: already holds a scratch file system", d.display());
+                }
+                (d.canonicalize()?, false)
+            }
+            None => {
+                let d = tempfile::Builder::new()
+                    .prefix("fragkit-scratch-")
+                    .tempdir()
+                    .context("cannot create a temporary directory")?;
+                (d.keep(), true)
+            }
+        };
+        let image = dir.join(format!("{}.img", fs.name()));
+        let mountpoint = dir.join("mnt");
+        let mut info = ScratchInfo {
+            version: 1,
+            fs: fs.name().to_string(),
+            size: spec.size,
+            dir: dir.clone(),
+            image: image.clone(),
+            loop_device: PathBuf::new(),
+            mountpoint: mountpoint.clone(),
+            created_dir,
+        };
+        // From here on a failure must undo what was done: the guard does it.
+        let mut guard = Scratch {
+            info: info.clone(),
+            keep: false,
+        };
+        write_marker(&info)?;
+        let f = fs::File::create(&image).with_context(|| format!("{}", image.display()))?;
+        f.set_len(spec.size)?;
+        drop(f);
+        let loop_dev = run(Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&image))?;
+        info.loop_device = PathBuf::from(loop_dev);
+        guard.info = info.clone();
+        write_marker(&info)?;
+        let (mkfs, args) = fs.mkfs();
+        run(Command::new(mkfs)
+            .args(args)
+            .args(&spec.mkfs_args)
+            .arg(&info.loop_device))?;
+        fs::create_dir_all(&mountpoint)?;
+        nix::mount::mount(
+            Some(&info.loop_device),
+            &mountpoint,
+            Some(fs.name()),
+            nix::mount::MsFlags::empty(),
+            spec.mount_options.as_deref(),
+        )
+        .map_err(|e| {
+            anyhow!(
+                "mount {} on {} ({}{}) failed: {e}",
+                info.loop_device.display(),
+                mountpoint.display(),
+                fs.name(),
+                spec.mount_options
+                    .as_deref()
+                    .map(|o| format!(", -o {o}"))
+                    .unwrap_or_default()
+            )
+        })?;
+        Ok(guard)
+    }
+
+    pub fn mountpoint(&self) -> &Path {
+        &self.info.mountpoint
+    }
+
+    /// Name of the loop device under /sys/block ("loop3").
+    pub fn device_name(&self) -> String {
+        self.info
+            .loop_device
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Leave the file system mounted after this value is dropped (`scratch create`).
+    pub fn keep(mut self) -> ScratchInfo {
+        self.keep = true;
+        self.info.clone()
+    }
+
+    /// Unmount, detach, delete. Idempotent.
+    pub fn destroy(mut self) -> Result<()> {
+        self.keep = true;
+        teardown(&self.info)
+    }
+
+    /// Find the scratch file system mounted at `mountpoint` (made by fragkit), refusing
+    /// anything else.
+    pub fn open_existing(mountpoint: &Path) -> Result<Scratch> {
+        let shown = mountpoint.display();
+        let mp = mountpoint
+            .canonicalize()
+            .with_context(|| format!("{shown}: no such mount point"))?;
+        let dir = mp
+            .parent()
+            .ok_or_else(|| anyhow!("{shown}: not a fragkit scratch mount point"))?;
+        let text = fs::read_to_string(dir.join(MARKER)).map_err(|_| {
+            anyhow!("{shown}: not a fragkit scratch file system (no {MARKER} beside it); refusing to touch it")
+        })?;
+        let info: ScratchInfo = serde_json::from_str(&text)
+            .with_context(|| format!("{}: unreadable marker", dir.join(MARKER).display()))?;
+        if info.mountpoint != mp {
+            bail!(
+                "{shown}: the marker beside it names {}, refusing",
+                info.mountpoint.display()
+            );
+        }
+        // The loop device, if attached, must still be backed by our image.
+        if !info.loop_device.as_os_str().is_empty() {
+            if let Some(backing) = loop_backing_file(&info.loop_device) {
+                if backing != info.image {
+                    bail!(
+                        "{}: now backed by {}, not {}; refusing",
+                        info.loop_device.display(),
+                        backing.display(),
+                        info.image.display()
+                    );
+                }
+            }
+        }
+        Ok(Scratch { info, keep: true })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            if let Err(e) = teardown(&self.info) {
+                eprintln!("fragkit: scratch teardown: {e:#}");
+            }
+        }
+    }
+}
+
+fn write_marker(info: &ScratchInfo) -> Result<()> {
+    let path = info.dir.join(MARKER);
+    fs::write(&path, serde_json::to_string_pretty(info)? + "\n")
+        .with_context(|| format!("{}: cannot write marker", path.display()))
+}
+
+/// The file behind a loop device, from sysfs (None if detached).
+pub fn loop_backing_file(dev: &Path) -> Option<PathBuf> {
+    let name = dev.file_name()?.to_string_lossy().into_owned();
+    let text = fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
+    Some(PathBuf::from(text.trim_end_matches('\n')))
+}
+
+fn is_mounted(mp: &Path) -> bool {
+    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want = mp.to_string_lossy();
+    text.lines()
+        .any(|l| l.split(' ').nth(4).map(unescape_mountinfo).as_deref() == Some(&*want))
+}
+
+fn unescape_mountinfo(s: &str) -> String {
+    // mountinfo escapes space, tab, newline and backslash as \ooo octal.
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() {
+            let octal = std::str::from_utf8(&b[i + 1..i + 4]).ok();
+            if let Some(v) = octal.and_then(|t| u8::from_str_radix(t, 8).ok()) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn teardown(info: &ScratchInfo) -> Result<()> {
+    let mut problems = Vec::new();
+    if is_mounted(&info.mountpoint) {
+        // A busy mount (a shell cd'ed into it) gets a few tries before a lazy detach.
+        let mut done = false;
+        for _ in 0..20 {
+            if nix::mount::umount2(&info.mountpoint, nix::mount::MntFlags::empty()).is_ok() {
+                done = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if !done {
+            if let Err(e) = nix::mount::umount2(&info.mountpoint, nix::mount::MntFlags::MNT_DETACH)
+            {
+                problems.push(format!("umount {}: {e}", info.mountpoint.display()));
+            }
+        }
+    }
+    if !info.loop_device.as_os_str().is_empty()
+        && loop_backing_file(&info.loop_device).as_deref() == Some(info.image.as_path())
+    {
+        if let Err(e) = run(Command::new("losetup").arg("-d").arg(&info.loop_device)) {
+            problems.push(e.to_string());
+        }
+    }
+    let _ = fs::remove_file(&info.image);
+    let _ = fs::remove_dir(&info.mountpoint);
+    let _ = fs::remove_file(info.dir.join(MARKER));
+    if info.created_dir {
+        let _ = fs::remove_dir(&info.dir);
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        bail!("{}", problems.join("; "))
+    }
+}
+
+/// Scratch file systems made by fragkit that are mounted now.
+pub fn list_mounted() -> Vec<ScratchInfo> {
+    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(mp) = line.split(' ').nth(4).map(unescape_mountinfo) {
+            let mp = PathBuf::from(mp);
+            if mp.file_name().is_some_and(|n| n == "mnt") {
+                if let Ok(s) = Scratch::open_existing(&mp) {
+                    out.push(s.info.clone());
+                }
+            }
+        }
+    }
+    out
+}

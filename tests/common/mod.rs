@@ -1,0 +1,214 @@
+//! Shared helpers for integration tests on real loop-mounted file systems.
+#![allow(dead_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fragkit::cli::FsType;
+use fragkit::scratch::{Scratch, ScratchSpec};
+
+pub fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "integration tests need root (loop devices, mkfs, mount): run scripts/test as root"
+    );
+}
+
+pub fn scratch(fs: FsType, size: u64, mkfs_args: &[&str]) -> Scratch {
+    require_root();
+    let mut spec = ScratchSpec::new(fs, size);
+    spec.mkfs_args = mkfs_args.iter().map(|s| s.to_string()).collect();
+    Scratch::create(&spec).unwrap_or_else(|e| panic!("scratch {}: {e:#}", fs.name()))
+}
+
+/// A heap buffer aligned for O_DIRECT.
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl AlignedBuf {
+    pub fn new(len: usize, fill: u8) -> AlignedBuf {
+        let layout = std::alloc::Layout::from_size_align(len, 4096).unwrap();
+        // SAFETY: non-zero size layout.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        assert!(!ptr.is_null());
+        let mut b = AlignedBuf { ptr, layout };
+        // Vary the bytes so no layer can deduplicate or compress them away.
+        for (i, x) in b.as_mut().iter_mut().enumerate() {
+            *x = fill ^ (i as u8).wrapping_mul(31) ^ (i >> 12) as u8;
+        }
+        b
+    }
+    pub fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for layout.size() bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+pub fn open_direct_write(path: &Path) -> File {
+    OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Append `chunk` bytes to each file in turn, `rounds` times, with O_DIRECT: the
+/// allocator hands out space in write order, so the files interleave on disk.
+pub fn interleaved_direct_appends(paths: &[PathBuf], chunk: usize, rounds: usize) {
+    let files: Vec<File> = paths.iter().map(|p| open_direct_write(p)).collect();
+    let buf = AlignedBuf::new(chunk, 0x5a);
+    for r in 0..rounds {
+        for f in &files {
+            f.write_all_at(buf.as_slice(), (r * chunk) as u64).unwrap();
+        }
+    }
+    for f in &files {
+        f.sync_all().unwrap();
+    }
+}
+
+pub fn write_file(path: &Path, len: usize, fill: u8) {
+    let mut f = File::create(path).unwrap();
+    let buf = AlignedBuf::new(len.max(1), fill);
+    f.write_all(&buf.as_slice()[..len]).unwrap();
+    f.sync_all().unwrap();
+}
+
+pub fn fallocate(f: &File, mode: libc::c_int, offset: u64, len: u64) {
+    // SAFETY: plain fallocate(2) on an open fd.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) };
+    assert_eq!(rc, 0, "fallocate: {}", std::io::Error::last_os_error());
+}
+
+pub fn drop_caches() {
+    nix::unistd::sync();
+    std::fs::write("/proc/sys/vm/drop_caches", "3").expect("drop caches");
+}
+
+/// Reads completed on a block device (first field of /sys/block/DEV/stat).
+pub fn device_reads(dev: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    s.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// Read a whole file sequentially with O_DIRECT in `request`-byte requests.
+pub fn direct_sequential_read(path: &Path, request: usize) {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .unwrap();
+    let mut buf = AlignedBuf::new(request, 0);
+    let mut off = 0u64;
+    loop {
+        let n = f.read_at(buf.as_mut(), off).unwrap();
+        if n == 0 {
+            break;
+        }
+        off += n as u64;
+    }
+}
+
+pub fn fragkit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(args)
+        .output()
+        .expect("run fragkit")
+}
+
+pub fn fragkit_json(args: &[&str]) -> serde_json::Value {
+    let out = fragkit(args);
+    assert!(
+        out.status.success(),
+        "fragkit {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("fragkit printed invalid JSON")
+}
+
+/// One extent line of `filefrag -v`, in blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilefragExtent {
+    pub logical: u64,
+    pub physical: u64,
+    pub length: u64,
+    pub flags: Vec<String>,
+}
+
+/// Parse `filefrag -v FILE` into its extent lines.
+pub fn filefrag_extents(path: &Path) -> (u64, Vec<FilefragExtent>) {
+    let out = Command::new("filefrag")
+        .arg("-v")
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "filefrag -v {}", path.display());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut block_size = 0;
+    let mut extents = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("File size of ") {
+            // "... (N block[s] of BS bytes)"
+            let tail = line.rsplit(" of ").next().unwrap();
+            block_size = tail.trim_end_matches(" bytes)").parse().unwrap();
+            continue;
+        }
+        let t = line.trim_start();
+        let Some((idx, rest)) = t.split_once(':') else {
+            continue;
+        };
+        if idx.parse::<u64>().is_err() {
+            continue;
+        }
+        // rest: " l0..  l1:  p0..  p1:  len:  [expected:] flags"
+        let fields: Vec<&str> = rest.split(':').collect();
+        let range = |s: &str| -> (u64, u64) {
+            let (a, b) = s.trim().split_once("..").unwrap();
+            (a.trim().parse().unwrap(), b.trim().parse().unwrap())
+        };
+        let (l0, _) = range(fields[0]);
+        let (p0, _) = range(fields[1]);
+        let len: u64 = fields[2].trim().parse().unwrap();
+        let flags_field = if fields.len() > 4 {
+            fields[4]
+        } else {
+            fields[3]
+        };
+        let flags = flags_field
+            .trim()
+            .split(',')
+            .filter(|f| !f.is_empty() && *f != "eof")
+            .map(|f| match f {
+                "unknown_loc" => "unknown".to_string(),
+                "tail_packed" => "tail".to_string(),
+                other => other.to_string(),
+            })
+            .collect();
+        extents.push(FilefragExtent {
+            logical: l0,
+            physical: p0,
+            length: len,
+            flags,
+        });
+    }
+    (block_size, extents)
+}
