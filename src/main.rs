@@ -10,11 +10,16 @@ fn main() {
                 | ErrorKind::DisplayVersion
                 | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
                 _ => {
-                    // One line: clap's first line without its "error: " prefix.
+                    // One line: clap's first paragraph without its "error: " prefix.
                     let text = e.render().to_string();
-                    let first = text.lines().next().unwrap_or("invalid arguments");
-                    let first = first.strip_prefix("error: ").unwrap_or(first);
-                    eprintln!("fragkit: {first} (see --help)");
+                    let first: Vec<&str> = text
+                        .lines()
+                        .take_while(|l| !l.trim().is_empty())
+                        .map(str::trim)
+                        .collect();
+                    let msg = first.join(" ");
+                    let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+                    eprintln!("fragkit: {msg} (see --help)");
                     std::process::exit(2);
                 }
             }

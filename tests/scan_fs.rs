@@ -267,3 +267,70 @@ fn ext4_adjacent_records_are_one_fragment() {
     // Only the written 150 MiB costs reads: 1200 windows of 128 KiB.
     assert_eq!(f["requests"][0]["ideal"], 1200);
 }
+
+/// The walk: nested directories, each hard-linked inode once, non-regular files skipped,
+/// another file system mounted inside not entered unless --cross-mounts.
+#[test]
+fn walk_semantics() {
+    let outer = scratch(FsType::Ext4, 64 << 20, &[]);
+    let root = outer.mountpoint();
+    std::fs::create_dir_all(root.join("a/b/c")).unwrap();
+    for (i, d) in ["", "a", "a/b", "a/b/c"].iter().enumerate() {
+        write_file(
+            &root.join(d).join(format!("f{i}.log")),
+            10_000 * (i + 1),
+            i as u8,
+        );
+    }
+    std::fs::hard_link(root.join("f0.log"), root.join("a/hardlink.log")).unwrap();
+    std::os::unix::fs::symlink(root.join("f0.log"), root.join("a/symlink")).unwrap();
+    nix::unistd::mkfifo(
+        &root.join("a/fifo"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    write_file(&root.join("a/b/other.db"), 4096, 1);
+    // A second scratch fs mounted inside the first.
+    let inner_dir = root.join("inner");
+    std::fs::create_dir(&inner_dir).unwrap();
+    let inner = scratch(FsType::Ext4, 64 << 20, &[]);
+    write_file(&inner.mountpoint().join("inside.log"), 5000, 2);
+    nix::mount::mount(
+        Some(inner.mountpoint()),
+        &inner_dir,
+        None::<&str>,
+        nix::mount::MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .unwrap();
+    let r = root.to_string_lossy();
+    let doc = fragkit_json(&["scan", "--format", "json", &r]);
+    let w = &doc["summary"]["walk"];
+    assert_eq!(
+        doc["summary"]["files"], 5,
+        "4 logs + other.db, hard link once: {w}"
+    );
+    assert_eq!(w["hard_link_duplicates"], 1);
+    assert_eq!(w["skipped_non_regular"], 2, "symlink and FIFO");
+    assert_eq!(w["other_fs_directories"], 1);
+    let crossed = fragkit_json(&["scan", "--format", "json", "--cross-mounts", &r]);
+    assert_eq!(crossed["summary"]["files"], 6);
+    let only_logs = fragkit_json(&["scan", "--format", "json", "--ext", "log", &r]);
+    assert_eq!(only_logs["summary"]["files"], 4);
+    assert_eq!(only_logs["summary"]["walk"]["skipped_filtered"], 1);
+    // ndjson: one object per file, then the summary line.
+    let out = fragkit(&["scan", "--format", "ndjson", &r]);
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    assert_eq!(lines[5]["summary"]["files"], 5);
+    // csv: header + one row per file.
+    let out = fragkit(&["scan", "--format", "csv", &r]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 6);
+    assert!(text.starts_with("path,dev,ino,fs,size,allocated,extents,fragments"));
+    nix::mount::umount2(&inner_dir, nix::mount::MntFlags::MNT_DETACH).unwrap();
+}

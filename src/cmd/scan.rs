@@ -78,7 +78,9 @@ pub fn run(args: ScanArgs) -> Result<i32> {
         .iter()
         .filter(|f| f.metrics.fragments >= args.min_fragments)
         .collect();
-    sort_files(&mut listed, sort);
+    if !args.summary_only {
+        sort_files(&mut listed, sort);
+    }
     if args.reverse {
         listed.reverse();
     }
@@ -113,39 +115,46 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     Ok(if result.errors.is_empty() { 0 } else { 1 })
 }
 
+/// Paths compare as bytes (like `sort` in the C locale): Path's component-wise Ord is
+/// several times slower and dominated large scans.
+fn path_bytes<'a>(f: &'a FileEntry) -> &'a [u8] {
+    use std::os::unix::ffi::OsStrExt;
+    f.file.path.as_os_str().as_bytes()
+}
+
 fn sort_files(files: &mut [&FileEntry], key: SortKey) {
     let extra = |f: &FileEntry| f.metrics.requests[0].extra();
     let ratio = |f: &FileEntry| f.metrics.requests[0].ratio();
     match key {
-        SortKey::Path => files.sort_by(|a, b| a.file.path.cmp(&b.file.path)),
+        SortKey::Path => files.sort_by(|a, b| path_bytes(a).cmp(path_bytes(b))),
         SortKey::Fragments => files.sort_by(|a, b| {
             b.metrics
                 .fragments
                 .cmp(&a.metrics.fragments)
-                .then(a.file.path.cmp(&b.file.path))
+                .then(path_bytes(a).cmp(path_bytes(b)))
         }),
         SortKey::Extents => files.sort_by(|a, b| {
             b.metrics
                 .extents
                 .cmp(&a.metrics.extents)
-                .then(a.file.path.cmp(&b.file.path))
+                .then(path_bytes(a).cmp(path_bytes(b)))
         }),
         SortKey::Extra => files.sort_by(|a, b| {
             extra(b)
                 .cmp(&extra(a))
                 .then(b.metrics.fragments.cmp(&a.metrics.fragments))
-                .then(a.file.path.cmp(&b.file.path))
+                .then(path_bytes(a).cmp(path_bytes(b)))
         }),
         SortKey::Ratio => files.sort_by(|a, b| {
             ratio(b)
                 .total_cmp(&ratio(a))
-                .then(a.file.path.cmp(&b.file.path))
+                .then(path_bytes(a).cmp(path_bytes(b)))
         }),
         SortKey::Size => files.sort_by(|a, b| {
             b.metrics
                 .size
                 .cmp(&a.metrics.size)
-                .then(a.file.path.cmp(&b.file.path))
+                .then(path_bytes(a).cmp(path_bytes(b)))
         }),
     }
 }

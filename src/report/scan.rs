@@ -142,7 +142,7 @@ pub fn worst_files(result: &ScanResult, n: usize) -> Vec<&FileEntry> {
         let eb = b.metrics.requests.first().map_or(0, |r| r.extra());
         eb.cmp(&ea)
             .then(b.metrics.fragments.cmp(&a.metrics.fragments))
-            .then(a.file.path.cmp(&b.file.path))
+            .then(a.file.path.as_os_str().cmp(b.file.path.as_os_str()))
     });
     v.truncate(n);
     v

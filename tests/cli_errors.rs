@@ -1,0 +1,96 @@
+//! Bad input gets one clear line naming the input and what was expected.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output};
+
+use common::*;
+
+fn one_line_error(out: &Output, code: i32, must_contain: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "exit status; stderr: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "expected exactly one line on stderr, got: {err:?}"
+    );
+    for m in must_contain {
+        assert!(lines[0].contains(m), "{:?} should mention {m:?}", lines[0]);
+    }
+    assert!(lines[0].starts_with("fragkit: "), "{:?}", lines[0]);
+}
+
+#[test]
+fn nonexistent_path() {
+    let out = fragkit(&["scan", "/nonexistent/fragkit-test"]);
+    one_line_error(&out, 2, &["/nonexistent/fragkit-test", "no such file"]);
+}
+
+#[test]
+fn fifo_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let out = fragkit(&["scan", &fifo.to_string_lossy()]);
+    one_line_error(
+        &out,
+        2,
+        &[
+            &fifo.to_string_lossy(),
+            "FIFO",
+            "regular file or a directory",
+        ],
+    );
+}
+
+#[test]
+fn tmpfs_directory_is_refused() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    nix::mount::mount(
+        Some("tmpfs"),
+        dir.path(),
+        Some("tmpfs"),
+        nix::mount::MsFlags::empty(),
+        Some("size=4m"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("f"), b"data").unwrap();
+    let out = fragkit(&["scan", &dir.path().to_string_lossy()]);
+    nix::mount::umount2(dir.path(), nix::mount::MntFlags::MNT_DETACH).unwrap();
+    one_line_error(&out, 2, &[&dir.path().to_string_lossy(), "tmpfs", "FIEMAP"]);
+}
+
+#[test]
+fn unreadable_file_when_not_root() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, vec![7u8; 8192]).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_fragkit"))
+        .args(["scan", "--format", "json"])
+        .arg(&secret)
+        .output()
+        .unwrap();
+    one_line_error(&out, 1, &[&secret.to_string_lossy(), "permission denied"]);
+    // The report still comes out, counting the error.
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["summary"]["errors"], 1);
+    assert_eq!(doc["summary"]["files"], 0);
+}
+
+#[test]
+fn zero_request_size() {
+    let out = fragkit(&["scan", "--request-size", "0", "/"]);
+    one_line_error(&out, 2, &["request size", "greater than zero"]);
+    let out = fragkit(&["scan", "--request-size", "1000", "/"]);
+    one_line_error(&out, 2, &["multiple of 512"]);
+    let out = fragkit(&["scan", "--request-size", "12Q", "/"]);
+    one_line_error(&out, 2, &["12Q", "not a size"]);
+}
