@@ -117,7 +117,7 @@ pub fn run(args: ScanArgs) -> Result<i32> {
 
 /// Paths compare as bytes (like `sort` in the C locale): Path's component-wise Ord is
 /// several times slower and dominated large scans.
-fn path_bytes<'a>(f: &'a FileEntry) -> &'a [u8] {
+fn path_bytes(f: &FileEntry) -> &[u8] {
     use std::os::unix::ffi::OsStrExt;
     f.file.path.as_os_str().as_bytes()
 }
