@@ -27,6 +27,8 @@ pub enum Command {
         #[command(subcommand)]
         action: ScratchAction,
     },
+    /// Migrate fragmented ranges with each file system's atomic primitive (pick, bypass, full)
+    Defrag(DefragArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -152,4 +154,78 @@ pub enum ScratchAction {
 pub enum InfoFormat {
     Table,
     Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DefragMode {
+    /// FragPicker: hot ranges from a `fragkit trace` profile that span >1 fragment
+    Pick,
+    /// FragPicker-B: every --io-size window that spans >1 fragment
+    Bypass,
+    /// Conventional: whole files (each hole-free stretch) in more than one fragment
+    Full,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DefragMethod {
+    /// The file system's atomic primitive (MOVE_EXT, COMMIT_RANGE, DEFRAG_RANGE, DEFRAGMENT)
+    Auto,
+    /// FragPicker's read+punch+rewrite; not crash-safe, needs --unsafe (comparisons only)
+    Rewrite,
+}
+
+fn mb_per_s(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .map_err(|_| format!("'{s}' is not a number of MB/s"))
+}
+
+#[derive(Args, Debug)]
+pub struct DefragArgs {
+    /// Files or directories to defragment
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Which ranges to migrate
+    #[arg(long, value_enum, default_value_t = DefragMode::Bypass)]
+    pub mode: DefragMode,
+    /// Profile from `fragkit trace` (pick mode)
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Migrate the hottest N percent of traced ranges (pick mode)
+    #[arg(long, default_value_t = 100.0, value_name = "PCT")]
+    pub hot_pct: f64,
+    /// The application's I/O size R whose split requests to remove
+    #[arg(long, default_value = "128K", value_parser = request_size)]
+    pub io_size: u64,
+    /// Print the plan (ranges, bytes, extra requests removed); change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Skip checksumming each range before and after (on by default)
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Limit migration to this many MB/s (interference bound)
+    #[arg(long, value_name = "MB/s", value_parser = mb_per_s)]
+    pub max_rate: Option<f64>,
+    /// Move at most this many bytes (wear bound; K, M, G suffixes)
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub budget: Option<u64>,
+    /// btrfs: also rewrite shared (reflinked/snapshotted) extents, unsharing them
+    #[arg(long)]
+    pub unshare: bool,
+    /// Also defragment files other processes have open for writing
+    #[arg(long)]
+    pub force: bool,
+    /// Migration mechanism
+    #[arg(long, value_enum, default_value_t = DefragMethod::Auto)]
+    pub method: DefragMethod,
+    /// Allow the non-crash-safe rewrite method
+    #[arg(long = "unsafe")]
+    pub r#unsafe: bool,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
 }

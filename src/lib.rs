@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod defrag;
 pub mod layout;
 pub mod metrics;
 pub mod report;

@@ -58,47 +58,65 @@ pub fn request_count(runs: &[Fragment], size: u64) -> RequestCount {
     RequestCount { size, split, ideal }
 }
 
-/// Byte ranges whose R-aligned windows span more than one data run: what a
-/// bypass/pick-style defrag must rewrite to remove every extra request at R.
-/// Returns (windows to move, bytes to move). Bytes are clipped to the data in each window.
-pub fn split_windows(runs: &[Fragment], size: u64) -> (u64, u64) {
+/// An R-aligned window that more than one data run touches: one read request becomes
+/// `runs` device requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitWindow {
+    /// Window start (a multiple of R).
+    pub start: u64,
+    /// Window end (start + R).
+    pub end: u64,
+    /// Data runs touching the window (≥ 2).
+    pub runs: u64,
+    /// Bytes of data inside the window.
+    pub data_bytes: u64,
+}
+
+/// Every window of size `size` that more than one data run touches, in order.
+pub fn split_window_list(runs: &[Fragment], size: u64) -> Vec<SplitWindow> {
     // Only a run's first and last window can be shared with another run: every window in
     // between lies inside the run. Runs are sorted and disjoint, so the windows visited
     // below come in non-decreasing order and equal ones are adjacent.
-    let mut windows = 0;
-    let mut bytes = 0;
-    let mut current: Option<(u64, u64, u64)> = None; // (window, runs touching, data bytes)
-    let mut flush = |c: Option<(u64, u64, u64)>| {
-        if let Some((_, touching, data)) = c {
-            if touching > 1 {
-                windows += 1;
-                bytes += data;
-            }
+    let mut out = Vec::new();
+    let mut current: Option<SplitWindow> = None;
+    let mut flush = |c: Option<SplitWindow>| {
+        if let Some(w) = c.filter(|w| w.runs > 1) {
+            out.push(w);
         }
     };
     for r in runs.iter().filter(|r| r.length > 0) {
         let first = r.logical / size;
         let last = (r.logical_end() - 1) / size;
-        let ends = if first == last {
-            vec![first]
-        } else {
-            vec![first, last]
-        };
-        for w in ends {
+        let ends = [first, last];
+        for &w in &ends[..if first == last { 1 } else { 2 }] {
             let part = r.logical_end().min((w + 1) * size) - r.logical.max(w * size);
-            match current {
-                Some((cw, touching, data)) if cw == w => {
-                    current = Some((cw, touching + 1, data + part))
+            match current.as_mut() {
+                Some(c) if c.start == w * size => {
+                    c.runs += 1;
+                    c.data_bytes += part;
                 }
                 _ => {
                     flush(current);
-                    current = Some((w, 1, part));
+                    current = Some(SplitWindow {
+                        start: w * size,
+                        end: (w + 1) * size,
+                        runs: 1,
+                        data_bytes: part,
+                    });
                 }
             }
         }
     }
     flush(current);
-    (windows, bytes)
+    out
+}
+
+/// (windows, data bytes) over [`split_window_list`]: what a bypass/pick-style defrag must
+/// rewrite at R to remove every extra request.
+pub fn split_windows(runs: &[Fragment], size: u64) -> (u64, u64) {
+    split_window_list(runs, size)
+        .iter()
+        .fold((0, 0), |(n, b), w| (n + 1, b + w.data_bytes))
 }
 
 /// Power-of-two histogram plus moments. Bucket k holds values in [2^k, 2^(k+1)); zero has

@@ -194,6 +194,9 @@ impl Scratch {
             .args(args)
             .args(&spec.mkfs_args)
             .arg(&info.loop_device))?;
+        if fs == FsType::Xfs {
+            enable_xfs_exchange_range(&info.loop_device)?;
+        }
         fs::create_dir_all(&mountpoint)?;
         nix::mount::mount(
             Some(&info.loop_device),
@@ -288,6 +291,39 @@ impl Drop for Scratch {
             }
         }
     }
+}
+
+/// XFS_SB_FEAT_INCOMPAT_EXCHRANGE (fs/xfs/libxfs/xfs_format.h): atomic file-range
+/// exchange, which `fragkit defrag` needs on xfs. xfsprogs >= 6.10 sets it with
+/// `mkfs.xfs -i exchange=1`; Debian 12's xfsprogs 6.1 cannot, so scratch file systems get
+/// the bit written into the (fresh, unmounted) superblock with xfs_db, as an upgrade
+/// would. Kernels since 6.10 accept it. Only ever done to an image fragkit just made.
+const XFS_SB_FEAT_INCOMPAT_EXCHRANGE: u64 = 1 << 6;
+
+fn enable_xfs_exchange_range(dev: &Path) -> Result<()> {
+    let out = run(Command::new("xfs_db")
+        .args(["-r", "-c", "sb 0", "-c", "p features_incompat"])
+        .arg(dev))?;
+    let value = out
+        .rsplit('=')
+        .next()
+        .map(str::trim)
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .ok_or_else(|| anyhow!("xfs_db: cannot read features_incompat from {out:?}"))?;
+    if value & XFS_SB_FEAT_INCOMPAT_EXCHRANGE == 0 {
+        let new = format!("{:#x}", value | XFS_SB_FEAT_INCOMPAT_EXCHRANGE);
+        // -d: xfsprogs 6.1's verifier does not know the bit; the CRC is still recomputed.
+        run(Command::new("xfs_db")
+            .args([
+                "-x",
+                "-c",
+                "sb 0",
+                "-c",
+                &format!("write -d features_incompat {new}"),
+            ])
+            .arg(dev))?;
+    }
+    Ok(())
 }
 
 fn write_marker(info: &ScratchInfo) -> Result<()> {

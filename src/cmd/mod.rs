@@ -1,5 +1,6 @@
 //! One function per subcommand; each returns the process exit status.
 
+pub mod defrag;
 pub mod scan;
 pub mod scratch;
 
@@ -9,5 +10,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Scan(args) => scan::run(args),
         Command::Scratch { action } => scratch::run(action),
+        Command::Defrag(args) => defrag::run(args),
     }
 }

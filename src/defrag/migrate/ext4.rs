@@ -1,0 +1,82 @@
+//! ext4: EXT4_IOC_MOVE_EXT from a preallocated donor. The kernel copies the data into the
+//! donor's blocks and swaps the block mappings under the inode locks, journalled: after a
+//! crash the file maps either the old or the new blocks, never zeros (what e4defrag uses).
+
+use std::os::fd::AsRawFd;
+
+use anyhow::{bail, Result};
+
+use super::{fallocate, range_is_contiguous, temp_file_in, Migrator, RangeOutcome, Target};
+use crate::units::HumanBytes;
+
+/// struct move_extent (fs/ext4/ext4.h).
+#[repr(C)]
+#[derive(Default)]
+struct MoveExtent {
+    reserved: u32,
+    donor_fd: u32,
+    orig_start: u64,
+    donor_start: u64,
+    len: u64,
+    moved_len: u64,
+}
+
+/// EXT4_IOC_MOVE_EXT = _IOWR('f', 15, struct move_extent) (fs/ext4/ext4.h).
+const EXT4_IOC_MOVE_EXT: libc::c_ulong =
+    nix::request_code_readwrite!(b'f', 15, std::mem::size_of::<MoveExtent>()) as libc::c_ulong;
+
+pub struct MoveExt;
+
+impl Migrator for MoveExt {
+    fn primitive(&self) -> &'static str {
+        "EXT4_IOC_MOVE_EXT"
+    }
+
+    fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
+        let bs = t.block_size;
+        let donor = temp_file_in(t.dir)?;
+        // Same logical offsets in donor and original, as MOVE_EXT wants.
+        if let Err(e) = fallocate(&donor, offset, length) {
+            if e.raw_os_error() == Some(libc::ENOSPC) {
+                return Ok(RangeOutcome::Skipped("no free space for a donor".into()));
+            }
+            return Err(e.into());
+        }
+        if !range_is_contiguous(&donor, offset, length, bs)? {
+            return Ok(RangeOutcome::Skipped(format!(
+                "free space has no contiguous run of {}",
+                HumanBytes(length)
+            )));
+        }
+        let mut done = 0u64;
+        let blocks = length / bs;
+        while done < blocks {
+            let mut me = MoveExtent {
+                donor_fd: donor.as_raw_fd() as u32,
+                orig_start: offset / bs + done,
+                donor_start: offset / bs + done,
+                len: blocks - done,
+                ..Default::default()
+            };
+            // SAFETY: valid struct move_extent for the ioctl.
+            let rc = unsafe { libc::ioctl(t.file.as_raw_fd(), EXT4_IOC_MOVE_EXT as _, &mut me) };
+            if rc < 0 {
+                let e = std::io::Error::last_os_error();
+                if done > 0 {
+                    bail!("EXT4_IOC_MOVE_EXT stopped after {done} of {blocks} blocks: {e}");
+                }
+                return Err(e.into());
+            }
+            if me.moved_len == 0 {
+                bail!(
+                    "EXT4_IOC_MOVE_EXT moved nothing at block {}",
+                    offset / bs + done
+                );
+            }
+            done += me.moved_len;
+        }
+        // Closing the donor frees the old, fragmented blocks it now holds.
+        drop(donor);
+        Ok(RangeOutcome::Moved { bytes: length })
+    }
+}

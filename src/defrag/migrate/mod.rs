@@ -1,0 +1,131 @@
+//! Range-granular, crash-safe migration: one file system's atomic primitive per file.
+//!
+//! Every migrator moves bytes [offset, offset+length) of a file to freshly allocated,
+//! contiguous space, so that the range reads as one request afterwards, and relies on a
+//! kernel primitive that leaves the file either wholly old or wholly new after a crash.
+
+pub mod btrfs;
+pub mod ext4;
+pub mod f2fs;
+pub mod rewrite;
+pub mod xfs;
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+
+use anyhow::{bail, Result};
+
+use crate::layout::fiemap;
+use crate::layout::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, F2FS_MAGIC, XFS_MAGIC};
+use crate::layout::model::{Extent, FileLayout};
+
+/// The file being defragmented, opened read-write, with its directory (for temp files).
+pub struct Target<'a> {
+    pub file: &'a File,
+    pub dir: &'a File,
+    pub size: u64,
+    pub block_size: u64,
+    pub extents: &'a [Extent],
+}
+
+/// What happened to one range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RangeOutcome {
+    /// Moved; bytes the migration wrote (data copied by the kernel).
+    Moved { bytes: u64 },
+    /// Left alone, for the reason given (e.g. no contiguous free space).
+    Skipped(String),
+}
+
+pub trait Migrator: Sync {
+    /// The primitive used, for reports ("EXT4_IOC_MOVE_EXT").
+    fn primitive(&self) -> &'static str;
+    fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome>;
+}
+
+/// How to migrate: the file system's safe primitive, or FragPicker's rewrite (unsafe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Auto,
+    Rewrite,
+}
+
+/// The migrator for a file system, by statfs magic.
+pub fn for_fs(magic: u64, method: Method, unshare: bool) -> Result<Box<dyn Migrator>> {
+    if method == Method::Rewrite {
+        return Ok(Box::new(rewrite::Rewrite));
+    }
+    Ok(match magic {
+        EXT4_MAGIC => Box::new(ext4::MoveExt),
+        XFS_MAGIC => Box::new(xfs::CommitRange),
+        BTRFS_MAGIC => Box::new(btrfs::DefragRange { unshare }),
+        F2FS_MAGIC => Box::new(f2fs::Defragment),
+        other => bail!(
+            "{} has no range-granular atomic migration in fragkit (ext4, xfs, btrfs, f2fs are supported)",
+            crate::layout::fsinfo::fs_type_name(other)
+        ),
+    })
+}
+
+/// An unnamed temporary file in `dir` (O_TMPFILE): nothing is left behind after a crash.
+pub fn temp_file_in(dir: &File) -> io::Result<File> {
+    let name = c".";
+    // SAFETY: openat with O_TMPFILE on a directory fd; the fd is owned by the File below.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh fd.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+pub fn fallocate(f: &File, offset: u64, length: u64) -> io::Result<()> {
+    // SAFETY: fallocate(2) on an open fd.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, offset as i64, length as i64) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether [offset, offset+length) of `f` is one physically contiguous run.
+pub fn range_is_contiguous(f: &File, offset: u64, length: u64, block_size: u64) -> Result<bool> {
+    let extents = fiemap::read_extents(f.as_fd(), false)?;
+    let layout = FileLayout {
+        size: offset + length,
+        allocated: 0,
+        block_size: block_size as u32,
+        extents: extents
+            .into_iter()
+            .filter(|e| e.logical_end() > offset && e.logical < offset + length)
+            .collect(),
+    };
+    let frags = layout.fragments();
+    Ok(frags.len() == 1 && frags[0].logical <= offset && frags[0].logical_end() >= offset + length)
+}
+
+/// Copy [offset, offset+length) from one file to the same offsets of another.
+pub fn copy_range_data(from: &File, to: &File, offset: u64, length: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; (1 << 20).min(length as usize).max(1)];
+    let mut pos = offset;
+    let end = offset + length;
+    while pos < end {
+        let want = ((end - pos) as usize).min(buf.len());
+        let n = from.read_at(&mut buf[..want], pos)?;
+        if n == 0 {
+            break; // past EOF: nothing more to copy
+        }
+        to.write_all_at(&buf[..n], pos)?;
+        pos += n as u64;
+    }
+    Ok(())
+}

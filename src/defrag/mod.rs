@@ -1,0 +1,433 @@
+//! `fragkit defrag`: plan (pick | bypass | full) → migrate with each file system's atomic
+//! primitive → verify, and report what it cost and what it bought.
+
+pub mod migrate;
+pub mod plan;
+pub mod safety;
+pub mod verify;
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::layout::fiemap;
+use crate::layout::walk::map_path;
+use crate::metrics::FileMetrics;
+use crate::scan::scan_paths;
+use migrate::{Method, RangeOutcome, Target};
+use plan::{Mode, SkippedRange};
+
+#[derive(Debug, Clone)]
+pub struct DefragOptions {
+    pub mode: Mode,
+    /// R: the I/O size whose split requests the plan removes.
+    pub request_size: u64,
+    pub method: Method,
+    pub verify: bool,
+    pub dry_run: bool,
+    /// Bytes per second of migration at most.
+    pub max_rate: Option<u64>,
+    /// Stop planning further ranges once this many bytes were moved.
+    pub budget: Option<u64>,
+    pub unshare: bool,
+    /// Defragment files that other processes have open for writing.
+    pub force: bool,
+    /// Allow --method rewrite (not crash-safe).
+    pub allow_unsafe: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RangeResult {
+    pub offset: u64,
+    pub length: u64,
+    /// planned (dry run) | moved | skipped | failed
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// true: checksum equal after reading back from disk; false: differs; null: not
+    /// checked (--no-verify) or inconclusive (file changed concurrently).
+    pub verified: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FileResult {
+    pub path: PathBuf,
+    pub fs: String,
+    pub primitive: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    pub ranges: Vec<RangeResult>,
+    pub not_planned: Vec<SkippedRange>,
+    pub bytes_planned: u64,
+    pub bytes_moved: u64,
+    pub fragments_before: u64,
+    pub fragments_after: u64,
+    pub split_before: u64,
+    pub split_after: u64,
+    pub ideal: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DefragSummary {
+    pub files_scanned: u64,
+    pub files_planned: u64,
+    pub files_changed: u64,
+    pub files_refused: u64,
+    pub ranges_planned: u64,
+    pub ranges_moved: u64,
+    pub ranges_skipped: u64,
+    pub ranges_failed: u64,
+    pub bytes_planned: u64,
+    pub bytes_moved: u64,
+    pub extra_before: u64,
+    pub extra_after: u64,
+    pub verify_failures: u64,
+    pub budget_exhausted: bool,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DefragReport {
+    pub version: u32,
+    pub mode: &'static str,
+    pub request_size: u64,
+    pub method: &'static str,
+    pub dry_run: bool,
+    pub files: Vec<FileResult>,
+    pub summary: DefragSummary,
+}
+
+/// Progress events for a progress bar: bytes of planned ranges finished so far.
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+pub fn run(
+    paths: &[PathBuf],
+    opts: &DefragOptions,
+    progress: Progress<'_>,
+) -> Result<DefragReport> {
+    if opts.method == Method::Rewrite && !opts.allow_unsafe {
+        bail!("--method rewrite is FragPicker's punch-and-rewrite, which loses data on a crash; add --unsafe to run it anyway (for comparisons only)");
+    }
+    for p in paths {
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+            bail!(
+                "{}: is a symlink; defrag never follows symlinks, name the file itself",
+                p.display()
+            );
+        }
+    }
+    let started = Instant::now();
+    let scan = scan_paths(paths, &[opts.request_size]).map_err(anyhow::Error::msg)?;
+    for e in &scan.errors {
+        eprintln!("fragkit: {}: {}", e.path.display(), e.message);
+    }
+    let plans = plan::plan_files(&scan.files, &opts.mode, opts.request_size);
+    let writers = if opts.force || opts.dry_run {
+        Default::default()
+    } else {
+        safety::files_open_for_write()
+    };
+    let total_planned: u64 = plans.iter().map(|p| p.bytes()).sum();
+    let mut summary = DefragSummary {
+        files_scanned: scan.files.len() as u64,
+        ..Default::default()
+    };
+    let mut files = Vec::new();
+    let mut moved_total = 0u64;
+    let mut done_bytes = 0u64;
+    for (entry, plan) in scan.files.iter().zip(&plans) {
+        let before = &entry.metrics.requests[0];
+        summary.extra_before += before.extra();
+        if plan.ranges.is_empty() {
+            summary.extra_after += before.extra();
+            if !plan.skipped.is_empty() {
+                files.push(file_result(
+                    entry,
+                    plan,
+                    None,
+                    None,
+                    Vec::new(),
+                    entry.metrics.clone(),
+                ));
+            }
+            continue;
+        }
+        summary.files_planned += 1;
+        summary.ranges_planned += plan.ranges.len() as u64;
+        summary.bytes_planned += plan.bytes();
+        if opts.dry_run {
+            let ranges = plan
+                .ranges
+                .iter()
+                .map(|r| RangeResult {
+                    offset: r.offset,
+                    length: r.length,
+                    status: "planned",
+                    reason: None,
+                    verified: None,
+                })
+                .collect();
+            summary.extra_after += before.extra().saturating_sub(plan.extra_removed());
+            files.push(file_result(
+                entry,
+                plan,
+                None,
+                None,
+                ranges,
+                entry.metrics.clone(),
+            ));
+            continue;
+        }
+        let path = &entry.file.path;
+        let key = (entry.file.dev, entry.file.ino);
+        let refused = if writers.contains(&key) {
+            Some("open for writing by another process; --force migrates anyway (the kernel primitive stays atomic, but verification may see that writer's changes)".to_string())
+        } else {
+            None
+        };
+        let opened = match refused {
+            Some(r) => Err(r),
+            None => open_target(path, key),
+        };
+        let (file, dir) = match opened {
+            Ok(fd) => fd,
+            Err(reason) => {
+                summary.files_refused += 1;
+                summary.extra_after += before.extra();
+                files.push(file_result(
+                    entry,
+                    plan,
+                    None,
+                    Some(reason),
+                    Vec::new(),
+                    entry.metrics.clone(),
+                ));
+                continue;
+            }
+        };
+        let migrator = migrate::for_fs(entry.file.fs.magic, opts.method, opts.unshare)?;
+        let mut results = Vec::new();
+        let mut file_moved = 0u64;
+        for r in &plan.ranges {
+            if opts.budget.is_some_and(|b| moved_total + r.length > b) {
+                summary.budget_exhausted = true;
+                results.push(RangeResult {
+                    offset: r.offset,
+                    length: r.length,
+                    status: "skipped",
+                    reason: Some("--budget reached".into()),
+                    verified: None,
+                });
+                continue;
+            }
+            let res = migrate_one(
+                &*migrator,
+                &file,
+                &dir,
+                r.offset,
+                r.length,
+                entry.file.fs.block_size as u64,
+                opts.verify,
+            );
+            match res.status {
+                "moved" => {
+                    summary.ranges_moved += 1;
+                    file_moved += r.length;
+                    moved_total += r.length;
+                }
+                "failed" => summary.ranges_failed += 1,
+                _ => summary.ranges_skipped += 1,
+            }
+            if res.verified == Some(false) {
+                summary.verify_failures += 1;
+            }
+            results.push(res);
+            done_bytes += r.length;
+            progress(done_bytes, total_planned);
+            if let Some(rate) = opts.max_rate {
+                // Sleep until the average rate is back under the limit.
+                let should_take = Duration::from_secs_f64(moved_total as f64 / rate as f64);
+                let took = started.elapsed();
+                if should_take > took {
+                    std::thread::sleep(should_take - took);
+                }
+            }
+        }
+        summary.bytes_moved += file_moved;
+        let after = map_path(path, false)
+            .map(|f| FileMetrics::compute(&f.layout, &[opts.request_size]))
+            .unwrap_or_else(|_| entry.metrics.clone());
+        if file_moved > 0 {
+            summary.files_changed += 1;
+        }
+        summary.extra_after += after.requests[0].extra();
+        files.push(file_result(
+            entry,
+            plan,
+            Some(migrator.primitive()),
+            None,
+            results,
+            after,
+        ));
+    }
+    summary.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(DefragReport {
+        version: 1,
+        mode: opts.mode.name(),
+        request_size: opts.request_size,
+        method: match opts.method {
+            Method::Auto => "auto",
+            Method::Rewrite => "rewrite",
+        },
+        dry_run: opts.dry_run,
+        files,
+        summary,
+    })
+}
+
+fn file_result(
+    entry: &crate::scan::FileEntry,
+    plan: &plan::FilePlan,
+    primitive: Option<&'static str>,
+    refused: Option<String>,
+    ranges: Vec<RangeResult>,
+    after: FileMetrics,
+) -> FileResult {
+    let bytes_moved = ranges
+        .iter()
+        .filter(|r| r.status == "moved")
+        .map(|r| r.length)
+        .sum();
+    FileResult {
+        path: entry.file.path.clone(),
+        fs: entry.file.fs.type_name(),
+        primitive,
+        refused,
+        ranges,
+        not_planned: plan.skipped.clone(),
+        bytes_planned: plan.bytes(),
+        bytes_moved,
+        fragments_before: entry.metrics.fragments,
+        fragments_after: after.fragments,
+        split_before: entry.metrics.requests[0].split,
+        split_after: after.requests[0].split,
+        ideal: after.requests[0].ideal,
+    }
+}
+
+/// Open the scanned file read-write without following symlinks, check it is still the
+/// inode that was scanned and may be touched; also open its directory for temp files.
+fn open_target(path: &Path, key: (u64, u64)) -> std::result::Result<(File, File), String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot open read-write: {e}"))?;
+    let m = file.metadata().map_err(|e| format!("cannot stat: {e}"))?;
+    if !m.file_type().is_file() {
+        return Err("not a regular file".into());
+    }
+    if (m.dev(), m.ino()) != key {
+        return Err("replaced since the scan; not touched".into());
+    }
+    if let Some(reason) = safety::refusal(&file) {
+        return Err(reason);
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(dir)
+        .map_err(|e| format!("cannot open its directory: {e}"))?;
+    Ok((file, dir))
+}
+
+fn stamp(f: &File) -> Option<(i64, i64, i64, i64, u64)> {
+    f.metadata().ok().map(|m| {
+        (
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+            m.size(),
+        )
+    })
+}
+
+fn migrate_one(
+    migrator: &dyn migrate::Migrator,
+    file: &File,
+    dir: &File,
+    offset: u64,
+    length: u64,
+    block_size: u64,
+    verify: bool,
+) -> RangeResult {
+    let mut res = RangeResult {
+        offset,
+        length,
+        status: "moved",
+        reason: None,
+        verified: None,
+    };
+    let fail = |mut r: RangeResult, why: String| {
+        r.status = "failed";
+        r.reason = Some(why);
+        r
+    };
+    let extents = match fiemap::read_extents(std::os::fd::AsFd::as_fd(file), false) {
+        Ok(e) => e,
+        Err(e) => return fail(res, e.to_string()),
+    };
+    let size = file.metadata().map(|m| m.size()).unwrap_or(0);
+    // Content metadata before: mtime/ctime change with writes, not with our migration
+    // of unchanged data (MOVE_EXT and exchange-range keep them; btrfs defrag too).
+    let before_stamp = stamp(file);
+    let before_hash = if verify {
+        match verify::hash_range(file, offset, length) {
+            Ok(h) => Some(h),
+            Err(e) => return fail(res, format!("reading before migration: {e}")),
+        }
+    } else {
+        None
+    };
+    let target = Target {
+        file,
+        dir,
+        size,
+        block_size,
+        extents: &extents,
+    };
+    match migrator.migrate(&target, offset, length) {
+        Ok(RangeOutcome::Moved { .. }) => {}
+        Ok(RangeOutcome::Skipped(why)) => {
+            res.status = "skipped";
+            res.reason = Some(why);
+            return res;
+        }
+        Err(e) => return fail(res, format!("{}: {e:#}", migrator.primitive())),
+    }
+    if let Some(h0) = before_hash {
+        match verify::hash_range_from_disk(file, offset, length) {
+            Ok(h1) if h1 == h0 => res.verified = Some(true),
+            Ok(_) if stamp(file) != before_stamp => {
+                res.reason = Some("file changed concurrently; checksum not comparable".into())
+            }
+            Ok(_) => {
+                res.verified = Some(false);
+                res.status = "failed";
+                res.reason = Some("VERIFY FAILED: data read back differs from before".into());
+            }
+            Err(e) => res.reason = Some(format!("could not read back to verify: {e}")),
+        }
+    }
+    res
+}
