@@ -224,28 +224,47 @@ pub fn run(
                 });
                 continue;
             }
-            let res = migrate_one(
-                &*migrator,
-                &file,
-                &dir,
-                r.offset,
-                r.length,
-                entry.file.fs.block_size as u64,
-                opts.verify,
-            );
-            match res.status {
-                "moved" => {
-                    summary.ranges_moved += 1;
-                    file_moved += r.length;
-                    moved_total += r.length;
+            let bs = entry.file.fs.block_size as u64;
+            let first = migrate_one(&*migrator, &file, &dir, r.offset, r.length, bs, opts.verify);
+            let no_room = first
+                .reason
+                .as_deref()
+                .is_some_and(|w| w.starts_with(migrate::NO_CONTIGUOUS));
+            let mut pieces = vec![first];
+            // No single run for the whole range: each R-window only needs its own run.
+            if no_room && r.length > opts.request_size {
+                pieces.clear();
+                let mut off = r.offset;
+                while off < r.offset + r.length {
+                    let len = (opts.request_size - off % opts.request_size)
+                        .min(r.offset + r.length - off);
+                    pieces.push(migrate_one(
+                        &*migrator,
+                        &file,
+                        &dir,
+                        off,
+                        len,
+                        bs,
+                        opts.verify,
+                    ));
+                    off += len;
                 }
-                "failed" => summary.ranges_failed += 1,
-                _ => summary.ranges_skipped += 1,
             }
-            if res.verified == Some(false) {
-                summary.verify_failures += 1;
+            for res in pieces {
+                match res.status {
+                    "moved" => {
+                        summary.ranges_moved += 1;
+                        file_moved += res.length;
+                        moved_total += res.length;
+                    }
+                    "failed" => summary.ranges_failed += 1,
+                    _ => summary.ranges_skipped += 1,
+                }
+                if res.verified == Some(false) {
+                    summary.verify_failures += 1;
+                }
+                results.push(res);
             }
-            results.push(res);
             done_bytes += r.length;
             progress(done_bytes, total_planned);
             if let Some(rate) = opts.max_rate {
@@ -322,22 +341,32 @@ fn file_result(
 /// Open the scanned file read-write without following symlinks, check it is still the
 /// inode that was scanned and may be touched; also open its directory for temp files.
 fn open_target(path: &Path, key: (u64, u64)) -> std::result::Result<(File, File), String> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot open read-write: {e}"))?;
-    let m = file.metadata().map_err(|e| format!("cannot stat: {e}"))?;
-    if !m.file_type().is_file() {
-        return Err("not a regular file".into());
-    }
-    if (m.dev(), m.ino()) != key {
-        return Err("replaced since the scan; not touched".into());
-    }
-    if let Some(reason) = safety::refusal(&file) {
+    let open = |write: bool| {
+        OpenOptions::new()
+            .read(true)
+            .write(write)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+    };
+    let same_inode = |f: &File| -> std::result::Result<(), String> {
+        let m = f.metadata().map_err(|e| format!("cannot stat: {e}"))?;
+        if !m.file_type().is_file() {
+            return Err("not a regular file".into());
+        }
+        if (m.dev(), m.ino()) != key {
+            return Err("replaced since the scan; not touched".into());
+        }
+        Ok(())
+    };
+    // Look first through a read-only descriptor: an immutable file refuses a writable open,
+    // and the user should hear why.
+    let ro = open(false).map_err(|e| format!("cannot open: {e}"))?;
+    same_inode(&ro)?;
+    if let Some(reason) = safety::refusal(&ro) {
         return Err(reason);
     }
+    let file = open(true).map_err(|e| format!("cannot open read-write: {e}"))?;
+    same_inode(&file)?;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -212,3 +212,72 @@ pub fn filefrag_extents(path: &Path) -> (u64, Vec<FilefragExtent>) {
     }
     (block_size, extents)
 }
+
+/// Make `path` a file of `size` bytes in fragments of `frag` bytes with `frag` bytes of
+/// foreign data between them, on any allocator: fill nearly all free space with one big
+/// preallocated filler, fill the rest with `frag`-sized files, delete every other one,
+/// then write the file with O_DIRECT in `frag` chunks (it must take the holes), and
+/// delete the fillers so contiguous free space exists again for whoever defragments it.
+///
+/// On ext4 the fill must reach every block: make the scratch with `-m 0` (no root
+/// reserve); this sets the fs's reserved_clusters to 0 while filling.
+pub fn fill_punch_fragment(s: &Scratch, path: &Path, size: u64, frag: u64) {
+    let dir = s.mountpoint();
+    let resv = format!("/sys/fs/ext4/{}/reserved_clusters", s.device_name());
+    let saved = std::fs::read_to_string(&resv).ok();
+    if saved.is_some() {
+        std::fs::write(&resv, "0").unwrap();
+    }
+    let small_share = 2 * size + (4 << 20);
+    // xfs frees deleted files' blocks in the background: wait for earlier fillers to go.
+    let mut free = 0;
+    for _ in 0..100 {
+        nix::unistd::sync();
+        let st = nix::sys::statvfs::statvfs(dir).unwrap();
+        free = st.blocks_free() as u64 * st.fragment_size() as u64;
+        if free > small_share + (64 << 20) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        free > small_share + (8 << 20),
+        "scratch fs too small to fragment {size} bytes"
+    );
+    let fillers = dir.join(".fillers");
+    std::fs::create_dir(&fillers).unwrap();
+    let big = File::create(fillers.join("big")).unwrap();
+    fallocate(&big, 0, 0, free - small_share);
+    let mut small = Vec::new();
+    loop {
+        let p = fillers.join(format!("s{}", small.len()));
+        let Ok(f) = File::create(&p) else {
+            break; // no room even for an inode
+        };
+        // SAFETY: fallocate(2) on an open fd.
+        if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, frag as i64) } != 0 {
+            std::fs::remove_file(&p).unwrap();
+            break;
+        }
+        small.push(p);
+    }
+    nix::unistd::sync();
+    for p in small.iter().step_by(2) {
+        std::fs::remove_file(p).unwrap();
+    }
+    nix::unistd::sync();
+    let f = open_direct_write(path);
+    let buf = AlignedBuf::new(frag as usize, (size / frag) as u8);
+    let mut pos = 0;
+    while pos < size {
+        f.write_all_at(buf.as_slice(), pos).unwrap();
+        f.sync_data().unwrap();
+        pos += frag;
+    }
+    drop(f);
+    std::fs::remove_dir_all(&fillers).unwrap();
+    nix::unistd::sync();
+    if let Some(v) = saved {
+        std::fs::write(&resv, v.trim()).unwrap();
+    }
+}

@@ -6,8 +6,7 @@ use std::os::fd::AsRawFd;
 
 use anyhow::{bail, Result};
 
-use super::{fallocate, range_is_contiguous, temp_file_in, Migrator, RangeOutcome, Target};
-use crate::units::HumanBytes;
+use super::{contiguous_donor, no_contiguous_space, Migrator, RangeOutcome, Target};
 
 /// struct move_extent (fs/ext4/ext4.h).
 #[repr(C)]
@@ -34,20 +33,10 @@ impl Migrator for MoveExt {
 
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
         let bs = t.block_size;
-        let donor = temp_file_in(t.dir)?;
         // Same logical offsets in donor and original, as MOVE_EXT wants.
-        if let Err(e) = fallocate(&donor, offset, length) {
-            if e.raw_os_error() == Some(libc::ENOSPC) {
-                return Ok(RangeOutcome::Skipped("no free space for a donor".into()));
-            }
-            return Err(e.into());
-        }
-        if !range_is_contiguous(&donor, offset, length, bs)? {
-            return Ok(RangeOutcome::Skipped(format!(
-                "free space has no contiguous run of {}",
-                HumanBytes(length)
-            )));
-        }
+        let Some((donor, _sinks)) = contiguous_donor(t.dir, offset, length, bs)? else {
+            return Ok(no_contiguous_space(length));
+        };
         let mut done = 0u64;
         let blocks = length / bs;
         while done < blocks {

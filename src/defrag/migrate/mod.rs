@@ -96,6 +96,49 @@ pub fn fallocate(f: &File, offset: u64, length: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Attempts at a contiguous donor before giving up on a range.
+const DONOR_TRIES: usize = 6;
+
+/// Why a range was not moved because free space could not give it one run.
+pub fn no_contiguous_space(length: u64) -> RangeOutcome {
+    RangeOutcome::Skipped(format!(
+        "{NO_CONTIGUOUS}: free space has no contiguous run of {}",
+        crate::units::HumanBytes(length)
+    ))
+}
+
+/// Marker at the start of the skip reason, so callers can retry with smaller pieces.
+pub const NO_CONTIGUOUS: &str = "no contiguous space";
+
+/// A temporary file in `dir` with [offset, offset+length) preallocated as one physical run,
+/// or None if free space cannot give one.
+///
+/// Allocators aim near the new inode, where the fragments being fixed left small holes;
+/// a donor that lands in them is kept open (holding those holes) while the next attempt
+/// is pushed further out, and all of them are released when the caller drops the result.
+pub fn contiguous_donor(
+    dir: &File,
+    offset: u64,
+    length: u64,
+    block_size: u64,
+) -> Result<Option<(File, Vec<File>)>> {
+    let mut sinks = Vec::new();
+    for _ in 0..DONOR_TRIES {
+        let donor = temp_file_in(dir)?;
+        if let Err(e) = fallocate(&donor, offset, length) {
+            if e.raw_os_error() == Some(libc::ENOSPC) {
+                return Ok(None);
+            }
+            return Err(e.into());
+        }
+        if range_is_contiguous(&donor, offset, length, block_size)? {
+            return Ok(Some((donor, sinks)));
+        }
+        sinks.push(donor);
+    }
+    Ok(None)
+}
+
 /// Whether [offset, offset+length) of `f` is one physically contiguous run.
 pub fn range_is_contiguous(f: &File, offset: u64, length: u64, block_size: u64) -> Result<bool> {
     let extents = fiemap::read_extents(f.as_fd(), false)?;

@@ -8,9 +8,8 @@ use std::os::fd::AsRawFd;
 use anyhow::Result;
 
 use super::{
-    copy_range_data, fallocate, range_is_contiguous, temp_file_in, Migrator, RangeOutcome, Target,
+    contiguous_donor, copy_range_data, no_contiguous_space, Migrator, RangeOutcome, Target,
 };
-use crate::units::HumanBytes;
 
 /// struct xfs_commit_range (fs/xfs/libxfs/xfs_fs.h).
 #[repr(C)]
@@ -61,22 +60,11 @@ impl Migrator for CommitRange {
                 }
                 return Err(e.into());
             }
-            let staged = temp_file_in(t.dir)?;
             let alloc_len = length.div_ceil(t.block_size) * t.block_size;
-            if let Err(e) = fallocate(&staged, offset, alloc_len) {
-                if e.raw_os_error() == Some(libc::ENOSPC) {
-                    return Ok(RangeOutcome::Skipped(
-                        "no free space to stage the range".into(),
-                    ));
-                }
-                return Err(e.into());
-            }
-            if !range_is_contiguous(&staged, offset, alloc_len, t.block_size)? {
-                return Ok(RangeOutcome::Skipped(format!(
-                    "free space has no contiguous run of {}",
-                    HumanBytes(alloc_len)
-                )));
-            }
+            let Some((staged, _sinks)) = contiguous_donor(t.dir, offset, alloc_len, t.block_size)?
+            else {
+                return Ok(no_contiguous_space(alloc_len));
+            };
             copy_range_data(t.file, &staged, offset, length)?;
             args.file1_fd = staged.as_raw_fd();
             args.file1_offset = offset;
