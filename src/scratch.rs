@@ -29,7 +29,19 @@ impl FsType {
     fn mkfs(self) -> (&'static str, &'static [&'static str]) {
         match self {
             // nodiscard: discarding a fresh sparse image is pointless and slow.
-            FsType::Ext4 => ("mkfs.ext4", &["-F", "-q", "-b", "4096", "-E", "nodiscard"]),
+            // Inode tables and journal initialised now: lazy init would keep writing in the
+            // background after mount and pollute every device counter fragkit reads.
+            FsType::Ext4 => (
+                "mkfs.ext4",
+                &[
+                    "-F",
+                    "-q",
+                    "-b",
+                    "4096",
+                    "-E",
+                    "nodiscard,lazy_itable_init=0,lazy_journal_init=0",
+                ],
+            ),
             FsType::Xfs => ("mkfs.xfs", &["-f", "-q", "-K"]),
             FsType::Btrfs => ("mkfs.btrfs", &["-f", "-q", "--nodiscard"]),
             FsType::F2fs => ("mkfs.f2fs", &["-f", "-q", "-t", "0"]),

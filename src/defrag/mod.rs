@@ -18,7 +18,7 @@ use crate::layout::fiemap;
 use crate::layout::walk::map_path;
 use crate::metrics::FileMetrics;
 use crate::scan::scan_paths;
-use migrate::{Method, RangeOutcome, Target};
+use migrate::{Goal, Method, RangeOutcome, Target};
 use plan::{Mode, SkippedRange};
 
 #[derive(Debug, Clone)]
@@ -211,6 +211,7 @@ pub fn run(
         };
         let migrator = migrate::for_fs(entry.file.fs.magic, opts.method, opts.unshare)?;
         let mut results = Vec::new();
+        let mut checks = Vec::new();
         let mut file_moved = 0u64;
         for r in &plan.ranges {
             if opts.budget.is_some_and(|b| moved_total + r.length > b) {
@@ -225,32 +226,28 @@ pub fn run(
                 continue;
             }
             let bs = entry.file.fs.block_size as u64;
-            let first = migrate_one(&*migrator, &file, &dir, r.offset, r.length, bs, opts.verify);
+            let goal = goal_for(&opts.mode, opts.request_size);
+            let run =
+                |off, len| migrate_one(&*migrator, &file, &dir, off, len, bs, goal, opts.verify);
+            let first = run(r.offset, r.length);
             let no_room = first
+                .0
                 .reason
                 .as_deref()
                 .is_some_and(|w| w.starts_with(migrate::NO_CONTIGUOUS));
             let mut pieces = vec![first];
-            // No single run for the whole range: each R-window only needs its own run.
+            // No good space for the whole range: each R-window only needs its own run.
             if no_room && r.length > opts.request_size {
                 pieces.clear();
                 let mut off = r.offset;
                 while off < r.offset + r.length {
                     let len = (opts.request_size - off % opts.request_size)
                         .min(r.offset + r.length - off);
-                    pieces.push(migrate_one(
-                        &*migrator,
-                        &file,
-                        &dir,
-                        off,
-                        len,
-                        bs,
-                        opts.verify,
-                    ));
+                    pieces.push(run(off, len));
                     off += len;
                 }
             }
-            for res in pieces {
+            for (res, check) in pieces {
                 match res.status {
                     "moved" => {
                         summary.ranges_moved += 1;
@@ -260,10 +257,8 @@ pub fn run(
                     "failed" => summary.ranges_failed += 1,
                     _ => summary.ranges_skipped += 1,
                 }
-                if res.verified == Some(false) {
-                    summary.verify_failures += 1;
-                }
                 results.push(res);
+                checks.push(check);
             }
             done_bytes += r.length;
             progress(done_bytes, total_planned);
@@ -275,6 +270,12 @@ pub fn run(
                     std::thread::sleep(should_take - took);
                 }
             }
+        }
+        if opts.verify && file_moved > 0 {
+            let failed = verify_moved(&file, &mut results, &checks);
+            summary.verify_failures += failed;
+            summary.ranges_failed += failed;
+            summary.ranges_moved -= failed;
         }
         summary.bytes_moved += file_moved;
         let after = map_path(path, false)
@@ -306,6 +307,13 @@ pub fn run(
         files,
         summary,
     })
+}
+
+fn goal_for(mode: &Mode, request_size: u64) -> Goal {
+    match mode {
+        Mode::Full => Goal::FewerFragments,
+        Mode::Pick { .. } | Mode::Bypass => Goal::WholeWindows(request_size),
+    }
 }
 
 fn file_result(
@@ -391,6 +399,9 @@ fn stamp(f: &File) -> Option<(i64, i64, i64, i64, u64)> {
     })
 }
 
+/// Migrate one range; returns its result and, when verifying, the checksum taken before
+/// and the file's content stamp at that moment (checked in one pass per file afterwards).
+#[allow(clippy::too_many_arguments)]
 fn migrate_one(
     migrator: &dyn migrate::Migrator,
     file: &File,
@@ -398,8 +409,9 @@ fn migrate_one(
     offset: u64,
     length: u64,
     block_size: u64,
+    goal: Goal,
     verify: bool,
-) -> RangeResult {
+) -> (RangeResult, Option<Checked>) {
     let mut res = RangeResult {
         offset,
         length,
@@ -410,17 +422,16 @@ fn migrate_one(
     let fail = |mut r: RangeResult, why: String| {
         r.status = "failed";
         r.reason = Some(why);
-        r
+        (r, None)
     };
     let extents = match fiemap::read_extents(std::os::fd::AsFd::as_fd(file), false) {
         Ok(e) => e,
         Err(e) => return fail(res, e.to_string()),
     };
     let size = file.metadata().map(|m| m.size()).unwrap_or(0);
-    // Content metadata before: mtime/ctime change with writes, not with our migration
-    // of unchanged data (MOVE_EXT and exchange-range keep them; btrfs defrag too).
-    let before_stamp = stamp(file);
-    let before_hash = if verify {
+    // mtime/ctime change with writes, not with a migration of unchanged data.
+    let stamp_before = stamp(file);
+    let before = if verify {
         match verify::hash_range(file, offset, length) {
             Ok(h) => Some(h),
             Err(e) => return fail(res, format!("reading before migration: {e}")),
@@ -434,29 +445,56 @@ fn migrate_one(
         size,
         block_size,
         extents: &extents,
+        goal,
     };
     match migrator.migrate(&target, offset, length) {
         Ok(RangeOutcome::Moved { .. }) => {}
         Ok(RangeOutcome::Skipped(why)) => {
             res.status = "skipped";
             res.reason = Some(why);
-            return res;
+            return (res, None);
         }
         Err(e) => return fail(res, format!("{}: {e:#}", migrator.primitive())),
     }
-    if let Some(h0) = before_hash {
-        match verify::hash_range_from_disk(file, offset, length) {
-            Ok(h1) if h1 == h0 => res.verified = Some(true),
-            Ok(_) if stamp(file) != before_stamp => {
-                res.reason = Some("file changed concurrently; checksum not comparable".into())
+    let checked = before.map(|hash| Checked {
+        hash,
+        stamp: stamp_before,
+    });
+    (res, checked)
+}
+
+/// What a moved range looked like before: compared after the file's last range.
+struct Checked {
+    hash: u64,
+    stamp: Option<(i64, i64, i64, i64, u64)>,
+}
+
+/// Read every moved range back from the device (one writeback and cache drop per file)
+/// and compare with its checksum from before.
+fn verify_moved(file: &File, results: &mut [RangeResult], checks: &[Option<Checked>]) -> u64 {
+    let mut failures = 0;
+    if let Err(e) = verify::write_back(file) {
+        for r in results.iter_mut().filter(|r| r.status == "moved") {
+            r.reason = Some(format!("could not read back to verify: {e}"));
+        }
+        return 0;
+    }
+    let now = stamp(file);
+    for (r, c) in results.iter_mut().zip(checks) {
+        let Some(c) = c else { continue };
+        match verify::hash_range(file, r.offset, r.length) {
+            Ok(h) if h == c.hash => r.verified = Some(true),
+            Ok(_) if now != c.stamp => {
+                r.reason = Some("file changed concurrently; checksum not comparable".into())
             }
             Ok(_) => {
-                res.verified = Some(false);
-                res.status = "failed";
-                res.reason = Some("VERIFY FAILED: data read back differs from before".into());
+                r.verified = Some(false);
+                r.status = "failed";
+                r.reason = Some("VERIFY FAILED: data read back differs from before".into());
+                failures += 1;
             }
-            Err(e) => res.reason = Some(format!("could not read back to verify: {e}")),
+            Err(e) => r.reason = Some(format!("could not read back to verify: {e}")),
         }
     }
-    res
+    failures
 }

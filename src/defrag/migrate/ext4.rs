@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 
 use anyhow::{bail, Result};
 
-use super::{contiguous_donor, no_contiguous_space, Migrator, RangeOutcome, Target};
+use super::{donor_for, no_contiguous_space, Migrator, RangeOutcome, Target};
 
 /// struct move_extent (fs/ext4/ext4.h).
 #[repr(C)]
@@ -34,7 +34,7 @@ impl Migrator for MoveExt {
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
         let bs = t.block_size;
         // Same logical offsets in donor and original, as MOVE_EXT wants.
-        let Some((donor, _sinks)) = contiguous_donor(t.dir, offset, length, bs)? else {
+        let Some((donor, _sinks)) = donor_for(t, offset, length)? else {
             return Ok(no_contiguous_space(length));
         };
         let mut done = 0u64;

@@ -27,6 +27,17 @@ pub struct Target<'a> {
     pub size: u64,
     pub block_size: u64,
     pub extents: &'a [Extent],
+    pub goal: Goal,
+}
+
+/// What new space must achieve for a move to be worth its writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Goal {
+    /// Every R-aligned window inside the range in one physical run (pick, bypass): the
+    /// range then reads with one request per window, which is all FragPicker needs.
+    WholeWindows(u64),
+    /// Fewer fragments than the range has now (full mode; e4defrag's criterion).
+    FewerFragments,
 }
 
 /// What happened to one range.
@@ -102,7 +113,7 @@ const DONOR_TRIES: usize = 6;
 /// Why a range was not moved because free space could not give it one run.
 pub fn no_contiguous_space(length: u64) -> RangeOutcome {
     RangeOutcome::Skipped(format!(
-        "{NO_CONTIGUOUS}: free space has no contiguous run of {}",
+        "{NO_CONTIGUOUS}: free space cannot hold {} in fewer pieces",
         crate::units::HumanBytes(length)
     ))
 }
@@ -110,28 +121,32 @@ pub fn no_contiguous_space(length: u64) -> RangeOutcome {
 /// Marker at the start of the skip reason, so callers can retry with smaller pieces.
 pub const NO_CONTIGUOUS: &str = "no contiguous space";
 
-/// A temporary file in `dir` with [offset, offset+length) preallocated as one physical run,
-/// or None if free space cannot give one.
+/// A temporary file in `dir` with [offset, offset+length) preallocated so that it meets
+/// the target's goal, or None if free space cannot give that.
 ///
 /// Allocators aim near the new inode, where the fragments being fixed left small holes;
 /// a donor that lands in them is kept open (holding those holes) while the next attempt
 /// is pushed further out, and all of them are released when the caller drops the result.
-pub fn contiguous_donor(
-    dir: &File,
-    offset: u64,
-    length: u64,
-    block_size: u64,
-) -> Result<Option<(File, Vec<File>)>> {
+pub fn donor_for(t: &Target<'_>, offset: u64, length: u64) -> Result<Option<(File, Vec<File>)>> {
+    let now = fragments_in(t.extents, offset, length, t.block_size);
     let mut sinks = Vec::new();
     for _ in 0..DONOR_TRIES {
-        let donor = temp_file_in(dir)?;
+        let donor = temp_file_in(t.dir)?;
         if let Err(e) = fallocate(&donor, offset, length) {
             if e.raw_os_error() == Some(libc::ENOSPC) {
                 return Ok(None);
             }
             return Err(e.into());
         }
-        if range_is_contiguous(&donor, offset, length, block_size)? {
+        let extents = fiemap::read_extents(donor.as_fd(), false)?;
+        let frags = fragments_in(&extents, offset, length, t.block_size);
+        let good = match t.goal {
+            Goal::WholeWindows(r) => {
+                frags.len() == 1 || crate::metrics::split_window_list(&frags, r).is_empty()
+            }
+            Goal::FewerFragments => frags.len() < now.len(),
+        };
+        if good {
             return Ok(Some((donor, sinks)));
         }
         sinks.push(donor);
@@ -139,20 +154,35 @@ pub fn contiguous_donor(
     Ok(None)
 }
 
-/// Whether [offset, offset+length) of `f` is one physically contiguous run.
-pub fn range_is_contiguous(f: &File, offset: u64, length: u64, block_size: u64) -> Result<bool> {
-    let extents = fiemap::read_extents(f.as_fd(), false)?;
-    let layout = FileLayout {
-        size: offset + length,
+/// Fragments of [offset, offset+length) in an extent list (clipped to the range).
+fn fragments_in(
+    extents: &[Extent],
+    offset: u64,
+    length: u64,
+    block_size: u64,
+) -> Vec<crate::layout::model::Fragment> {
+    let end = offset + length;
+    let clipped: Vec<Extent> = extents
+        .iter()
+        .filter(|e| e.logical_end() > offset && e.logical < end && e.is_located())
+        .map(|e| {
+            let lo = e.logical.max(offset);
+            let hi = e.logical_end().min(end);
+            Extent {
+                logical: lo,
+                physical: e.physical + (lo - e.logical),
+                length: hi - lo,
+                flags: e.flags,
+            }
+        })
+        .collect();
+    FileLayout {
+        size: end,
         allocated: 0,
         block_size: block_size as u32,
-        extents: extents
-            .into_iter()
-            .filter(|e| e.logical_end() > offset && e.logical < offset + length)
-            .collect(),
-    };
-    let frags = layout.fragments();
-    Ok(frags.len() == 1 && frags[0].logical <= offset && frags[0].logical_end() >= offset + length)
+        extents: clipped,
+    }
+    .fragments()
 }
 
 /// Copy [offset, offset+length) from one file to the same offsets of another.

@@ -7,9 +7,7 @@ use std::os::fd::AsRawFd;
 
 use anyhow::Result;
 
-use super::{
-    contiguous_donor, copy_range_data, no_contiguous_space, Migrator, RangeOutcome, Target,
-};
+use super::{copy_range_data, donor_for, no_contiguous_space, Migrator, RangeOutcome, Target};
 
 /// struct xfs_commit_range (fs/xfs/libxfs/xfs_fs.h).
 #[repr(C)]
@@ -61,8 +59,7 @@ impl Migrator for CommitRange {
                 return Err(e.into());
             }
             let alloc_len = length.div_ceil(t.block_size) * t.block_size;
-            let Some((staged, _sinks)) = contiguous_donor(t.dir, offset, alloc_len, t.block_size)?
-            else {
+            let Some((staged, _sinks)) = donor_for(t, offset, alloc_len)? else {
                 return Ok(no_contiguous_space(alloc_len));
             };
             copy_range_data(t.file, &staged, offset, length)?;
