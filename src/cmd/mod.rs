@@ -1,5 +1,7 @@
 //! One function per subcommand; each returns the process exit status.
 
+pub mod bench;
+pub mod probe;
 pub mod scan;
 pub mod scratch;
 
@@ -9,5 +11,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Scan(args) => scan::run(args),
         Command::Scratch { action } => scratch::run(action),
+        Command::Bench { action } => bench::run(action),
+        Command::Probe { action } => probe::run(action),
     }
 }
