@@ -182,7 +182,7 @@ impl BlockDevice {
         if let Ok(d) = BlockDevice::from_numbers(ma, mi) {
             return Ok(d);
         }
-        if let Some(source) = mount_source_of(ma, mi) {
+        if let Some(source) = mount_source_of(path, ma, mi) {
             if let Ok(smd) = fs::metadata(&source) {
                 if smd.file_type().is_block_device() {
                     let (sa, si) = split_dev(smd.rdev());
@@ -352,12 +352,25 @@ fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
     out
 }
 
-fn mount_source_of(major: u32, minor: u32) -> Option<String> {
+/// The /dev source of the mount a path is on: by device number, else (btrfs subvolumes
+/// have their own anonymous numbers) the longest mount point containing the path.
+fn mount_source_of(path: &Path, major: u32, minor: u32) -> Option<String> {
     let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    parse_mountinfo(&text)
-        .into_iter()
+    let mounts = parse_mountinfo(&text);
+    if let Some(m) = mounts
+        .iter()
         .find(|m| m.major == major && m.minor == minor && m.source.starts_with("/dev/"))
-        .map(|m| m.source)
+    {
+        return Some(m.source.clone());
+    }
+    let real = fs::canonicalize(path).ok()?;
+    mounts
+        .iter()
+        .filter(|m| real.starts_with(&m.mountpoint))
+        // Later lines mount over earlier ones at the same point.
+        .max_by_key(|m| m.mountpoint.len())
+        .filter(|m| m.source.starts_with("/dev/"))
+        .map(|m| m.source.clone())
 }
 
 #[cfg(test)]

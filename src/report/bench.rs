@@ -283,7 +283,7 @@ pub fn write_writes_table(w: &mut dyn Write, r: &WritesReport) -> io::Result<()>
     writeln!(
         w,
         "`{}` on {}: exit {}, {:.2} s{}",
-        r.command.join(" "),
+        shell_words(&r.command),
         r.device.name,
         r.exit_status
             .map_or("by signal".to_string(), |s| s.to_string()),
@@ -315,6 +315,23 @@ pub fn write_writes_table(w: &mut dyn Write, r: &WritesReport) -> io::Result<()>
         "  flushes {}, discards {} ({} bytes); device counters include anything else using {} meanwhile",
         c.flushes, c.discards, c.discard_bytes, r.device.name
     )
+}
+
+/// The command as a shell would need it typed: arguments with spaces or quotes quoted.
+fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn write_writes_csv(w: &mut dyn Write, r: &WritesReport) -> io::Result<()> {
