@@ -69,4 +69,19 @@ for job in "${jobs[@]}"; do
     "$(printf '%s\n' "${f[@]}" | median)" "$(printf '%s\n' "${k[@]}" | median)" \
     "$(printf '%s\n' "${r[@]}" | median)"
 done
+# The noise floor of this machine: fio against itself on the same jobs, same procedure.
+for job in "seq 128K 1" "random 4K 32"; do
+  read -r pattern bs qd <<<"$job"
+  rw=read; [[ $pattern == random ]] && rw=randread
+  size=$SIZE; [[ $bs == 4K ]] && size=$SIZE_4K
+  r=()
+  for ((i = 0; i < REPS; i++)); do
+    a=$(fio_mbs "$rw" "$bs" "$qd" io_uring "$size"); b=$(fio_mbs "$rw" "$bs" "$qd" io_uring "$size")
+    r+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", b / a }')")
+  done
+  printf '%-8s %-5s %-4s %-7s %12s %12s %8.3f   (control: fio / fio)\n' "$pattern" "$bs" "$qd" uring - - \
+    "$(printf '%s\n' "${r[@]}" | median)"
+done
 echo "ratio = fragkit / fio, median of $REPS back-to-back pairs; goal 0.95..1.05"
+echo "control rows: fio against itself; how far they stray from 1.000 is this machine's noise"
+echo "load average during the run: $(cut -d' ' -f1-3 /proc/loadavg)"
