@@ -468,6 +468,13 @@ pub fn run_job_observed(
             iterations.push(r);
         }
     }
+    let mut target_info = target.info;
+    if spec.op == Op::Write {
+        // A write job may have created or extended the file: report what it is now.
+        if let Ok(m) = target.file.metadata() {
+            target_info.size = m.len();
+        }
+    }
     let mbs: Vec<f64> = iterations.iter().map(|r| r.mb_per_s).collect();
     let iops: Vec<f64> = iterations.iter().map(|r| r.iops).collect();
     Ok(JobResult {
@@ -481,7 +488,7 @@ pub fn run_job_observed(
         direct: spec.direct,
         region_offset: spec.offset,
         region_size: region,
-        target: target.info,
+        target: target_info,
         iterations,
         mb_per_s: Summary::of(&mbs),
         iops: Summary::of(&iops),

@@ -168,7 +168,12 @@ pub fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
             let seen: Vec<String> = j
                 .iterations
                 .iter()
-                .filter_map(|r| r.device.map(|d| d.reads.to_string()))
+                .filter_map(|r| {
+                    r.device.map(|d| match d.read_merges {
+                        0 => d.reads.to_string(),
+                        m => format!("{} ({m} merged)", d.reads),
+                    })
+                })
                 .collect();
             writeln!(
                 w,
