@@ -32,7 +32,7 @@ pub fn check_target(path: &Path, max_alignment: u64) -> Result<ProbeTarget> {
         let users = device.users();
         if !users.is_empty() {
             bail!(
-                "{shown}: in use ({}); probing reads the raw device under a live file system — unmount it, or probe a file on it",
+                "{shown}: in use ({}); probe reads the raw device, which must be unused — unmount or release it first, or probe a file on it",
                 users.join(", ")
             );
         }
