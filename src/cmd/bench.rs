@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{BenchAction, BenchFormat, BenchIoArgs, BenchPattern, BenchWritesArgs, EngineArg};
 use crate::io::{self as engine_io, BlockDevice, EngineKind, JobSpec, Op, Pattern};
-use crate::report::bench::{self as out, BenchJob, LayoutPrediction, WritesReport};
+use crate::report::bench::{self as out, BenchJob, WritesReport};
 
 pub fn run(action: BenchAction) -> Result<i32> {
     match action {
@@ -75,28 +75,6 @@ fn spec_for(a: &BenchIoArgs, op: Op, path: &Path) -> JobSpec {
     spec
 }
 
-/// S(R) from the file's FIEMAP layout at the request size the device can see, for a
-/// whole-file sequential O_DIRECT read: the request count the layout predicts.
-fn predict_requests(job: &engine_io::JobResult) -> Option<LayoutPrediction> {
-    let whole_file = job.region_offset == 0 && job.region_size == job.target.size;
-    if job.op != Op::Read
-        || job.pattern != Pattern::Sequential
-        || !job.direct
-        || !whole_file
-        || job.target.kind != "file"
-    {
-        return None;
-    }
-    let r = job.target.effective_request_size?;
-    let scan = crate::scan::scan_paths(std::slice::from_ref(&job.path), &[r]).ok()?;
-    let req = scan.files.first()?.metrics.requests.first().copied()?;
-    Some(LayoutPrediction {
-        request_size: r,
-        split: req.split,
-        ideal: req.ideal,
-    })
-}
-
 fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
     if a.pattern != BenchPattern::Stride && a.gap != 0 {
         bail!("--gap {}: only meaningful with --pattern stride", a.gap);
@@ -112,7 +90,7 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
         bar.set_message(path.display().to_string());
         let result = engine_io::run_job_observed(&spec, &mut |_, _| bar.inc(1))?;
         bar.inc(spec.warmup as u64);
-        let layout = predict_requests(&result);
+        let layout = crate::bench::predict_requests(&result);
         jobs.push(BenchJob { result, layout });
     }
     bar.finish_and_clear();

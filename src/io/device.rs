@@ -300,7 +300,11 @@ impl BlockDevice {
         }
         // Swap on the device or a partition: /proc/swaps lists it by path.
         if let Ok(text) = fs::read_to_string("/proc/swaps") {
-            for path in text.lines().skip(1).filter_map(|l| l.split_whitespace().next()) {
+            for path in text
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().next())
+            {
                 let on_it = fs::metadata(path).is_ok_and(|md| {
                     md.file_type().is_block_device() && numbers.contains(&split_dev(md.rdev()))
                 });

@@ -5,21 +5,11 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+pub use crate::bench::LayoutPrediction;
 use crate::io::{BlockDevice, DeviceDelta, JobResult};
 use crate::units::{short_size, HumanBytes};
 
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// The request count a file's layout predicts for a whole-file sequential O_DIRECT read.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct LayoutPrediction {
-    /// The request size the device can see: min(--bs, device caps).
-    pub request_size: u64,
-    /// S(R) from FIEMAP.
-    pub split: u64,
-    /// I(R): requests an unfragmented file would need.
-    pub ideal: u64,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchJob {
