@@ -4,8 +4,8 @@
 # is 0.95..1.05. Jobs: sequential and random O_DIRECT reads, 128 KiB and 4 KiB requests,
 # queue depth 1 and 32, through io_uring in both tools (and psync at QD1).
 #
-#   bench/fio-parity.sh            # REPS=3 pairs per job, median ratio
-#   REPS=5 SIZE=512M bench/fio-parity.sh
+#   bench/fio-parity.sh            # REPS=5 pairs per job, median ratio
+#   REPS=9 SIZE=512M bench/fio-parity.sh   # more pairs on a busy machine
 #
 # Needs root (scratch file system). Both tools read the same file region in the same run;
 # the order alternates per repetition so background drift falls on both alike.
@@ -16,7 +16,7 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 command -v fio >/dev/null || { echo "bench/fio-parity.sh: fio not installed (run scripts/install-deps)" >&2; exit 1; }
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 SIZE=${SIZE:-256M}          # region for 128 KiB jobs
 SIZE_4K=${SIZE_4K:-32M}     # region for 4 KiB jobs (same request count scale)
 
