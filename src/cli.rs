@@ -29,6 +29,16 @@ pub enum Command {
     },
     /// Migrate fragmented ranges with each file system's atomic primitive (pick, bypass, full)
     Defrag(DefragArgs),
+    /// Measure I/O on files and devices with the device's own request counters
+    Bench {
+        #[command(subcommand)]
+        action: BenchAction,
+    },
+    /// Characterise a device: alignment (die granularity, stripe) and per-request overhead
+    Probe {
+        #[command(subcommand)]
+        action: ProbeAction,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -228,4 +238,180 @@ pub struct DefragArgs {
     pub r#unsafe: bool,
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchAction {
+    /// Read files (or a block device) and report MB/s, IOPS, latency and device counters
+    Read(BenchIoArgs),
+    /// Write files and report MB/s, IOPS, latency and the bytes the device wrote
+    Write(BenchIoArgs),
+    /// Run a command and report the requests and bytes it caused on a device
+    Writes(BenchWritesArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchPattern {
+    /// Back-to-back requests
+    Seq,
+    /// A request, then --gap bytes skipped
+    Stride,
+    /// Seeded random offsets, multiples of --align
+    Random,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// io_uring (queue depths above 1)
+    Uring,
+    /// pread/pwrite, one request at a time
+    Psync,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+fn queue_depth(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=65536).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "queue depth '{s}': expected 1 to 65536 requests in flight"
+        )),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BenchIoArgs {
+    /// Files (or, for read, block devices) to run the job on, one after another
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Request size (K, M, G suffixes)
+    #[arg(long, default_value = "128K", value_parser = units::parse_nonzero_size)]
+    pub bs: u64,
+    /// Queue depth: requests in flight at once
+    #[arg(long, default_value = "1", value_parser = queue_depth)]
+    pub qd: u32,
+    /// Access pattern
+    #[arg(long, value_enum, default_value_t = BenchPattern::Seq)]
+    pub pattern: BenchPattern,
+    /// Bytes skipped after each request with --pattern stride
+    #[arg(long, default_value = "0", value_parser = units::parse_size)]
+    pub gap: u64,
+    /// Random offsets are multiples of this [default: the request size]
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub align: Option<u64>,
+    /// Seed of the random pattern
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// O_DIRECT: bypass the page cache (aligned buffers; sizes in logical blocks)
+    #[arg(long)]
+    pub direct: bool,
+    /// Measured iterations (the page cache is dropped before each)
+    #[arg(long, default_value_t = 3)]
+    pub iterations: u32,
+    /// Unmeasured iterations before them
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u32,
+    /// I/O engine
+    #[arg(long, value_enum, default_value_t = EngineArg::Uring)]
+    pub engine: EngineArg,
+    /// Start of the region in each file
+    #[arg(long, default_value = "0", value_parser = units::parse_size)]
+    pub offset: u64,
+    /// Length of the region [default: the file's size; required to write a new file]
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub size: Option<u64>,
+    /// Requests per iteration [default: cover the region once]
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Keep the page cache between iterations (no root needed)
+    #[arg(long)]
+    pub no_drop_caches: bool,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchWritesArgs {
+    /// Block device to count on (name such as loop3 or a /dev path)
+    #[arg(long, conflicts_with = "path")]
+    pub device: Option<String>,
+    /// Count on the device under this path's file system
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// Do not sync before and after the command (buffered writes may then be missed)
+    #[arg(long)]
+    pub no_sync: bool,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
+    /// The command to run, after `--`
+    #[arg(required = true, last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProbeAction {
+    /// 4 KiB random reads at alignments 4 KiB..1 MiB: infer die granularity and stripe
+    Alignment(ProbeAlignmentArgs),
+    /// The same bytes in 1..2048 requests at QD1 and QD32: per-request overhead
+    Interface(ProbeInterfaceArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeAlignmentArgs {
+    /// An unmounted block device, or a file
+    #[arg(value_name = "DEVICE|FILE")]
+    pub target: PathBuf,
+    /// Read size
+    #[arg(long, default_value = "4K", value_parser = units::parse_nonzero_size)]
+    pub bs: u64,
+    /// Requests in flight
+    #[arg(long, default_value = "64", value_parser = queue_depth)]
+    pub qd: u32,
+    /// Alignments are multiples of this step
+    #[arg(long, default_value = "4K", value_parser = units::parse_nonzero_size)]
+    pub step: u64,
+    /// Largest alignment
+    #[arg(long, default_value = "1M", value_parser = units::parse_nonzero_size)]
+    pub max: u64,
+    /// Reads per alignment
+    #[arg(long, default_value_t = 4096)]
+    pub count: u64,
+    /// Bytes of the target the reads spread over [default: all of it]
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub span: Option<u64>,
+    /// Seed of the random offsets
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeInterfaceArgs {
+    /// An unmounted block device, or a file
+    #[arg(value_name = "DEVICE|FILE")]
+    pub target: PathBuf,
+    /// Bytes read in every run
+    #[arg(long, default_value = "8M", value_parser = units::parse_nonzero_size)]
+    pub bytes: u64,
+    /// Largest number of requests the bytes are split into (powers of two from 1)
+    #[arg(long, default_value_t = 2048)]
+    pub max_requests: u64,
+    /// Queue depths to compare (comma-separated)
+    #[arg(long, value_delimiter = ',', default_value = "1,32", value_parser = queue_depth)]
+    pub qd: Vec<u32>,
+    /// Runs per point (trimmed mean reported)
+    #[arg(long, default_value_t = 5)]
+    pub iterations: u32,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
 }

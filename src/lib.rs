@@ -2,9 +2,11 @@
 //!
 //! Data flows layout (what is on disk) → metrics (what it costs) → report (what to say).
 
+pub mod bench;
 pub mod cli;
 pub mod cmd;
 pub mod defrag;
+pub mod io;
 pub mod layout;
 pub mod metrics;
 pub mod report;

@@ -1,6 +1,8 @@
 //! One function per subcommand; each returns the process exit status.
 
+pub mod bench;
 pub mod defrag;
+pub mod probe;
 pub mod scan;
 pub mod scratch;
 
@@ -11,5 +13,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Scan(args) => scan::run(args),
         Command::Scratch { action } => scratch::run(action),
         Command::Defrag(args) => defrag::run(args),
+        Command::Bench { action } => bench::run(action),
+        Command::Probe { action } => probe::run(action),
     }
 }

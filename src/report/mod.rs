@@ -1,4 +1,6 @@
 //! Turning results into text for people and machines.
 
+pub mod bench;
 pub mod filefrag;
+pub mod probe;
 pub mod scan;

@@ -281,3 +281,49 @@ pub fn fill_punch_fragment(s: &Scratch, path: &Path, size: u64, frag: u64) {
         std::fs::write(&resv, v.trim()).unwrap();
     }
 }
+/// A sparse image attached to a loop device and never mounted; detached when dropped.
+pub struct LoopImage {
+    pub device: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopImage {
+    pub fn new(size: u64) -> LoopImage {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("raw.img");
+        File::create(&image).unwrap().set_len(size).unwrap();
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&image)
+            .output()
+            .expect("losetup");
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let device = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        LoopImage { device, _dir: dir }
+    }
+}
+
+impl Drop for LoopImage {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
+    }
+}
+
+/// Run fragkit expecting failure; returns its stderr, checked to be exactly one line.
+pub fn fragkit_error(args: &[&str]) -> String {
+    let out = fragkit(args);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "fragkit {args:?} should fail with status 2; stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err:?}");
+    err
+}

@@ -1,0 +1,156 @@
+//! `fragkit bench read|write FILE...` and `fragkit bench writes -- COMMAND...`
+
+use std::io::{self, IsTerminal, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::{BenchAction, BenchFormat, BenchIoArgs, BenchPattern, BenchWritesArgs, EngineArg};
+use crate::io::{self as engine_io, BlockDevice, EngineKind, JobSpec, Op, Pattern};
+use crate::report::bench::{self as out, BenchJob, WritesReport};
+
+pub fn run(action: BenchAction) -> Result<i32> {
+    match action {
+        BenchAction::Read(a) => run_io(a, Op::Read),
+        BenchAction::Write(a) => run_io(a, Op::Write),
+        BenchAction::Writes(a) => run_writes(a),
+    }
+}
+
+/// A progress bar on a terminal, hidden otherwise (pipes, tests, CI).
+pub(crate) fn progress(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr_with_hz(10));
+    if !io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{bar:30}} {{pos}}/{{len}} {what} {{msg}} {{elapsed}}"
+        ))
+        .expect("static template"),
+    );
+    bar
+}
+
+pub(crate) fn engine_kind(e: EngineArg) -> EngineKind {
+    match e {
+        EngineArg::Uring => EngineKind::Uring,
+        EngineArg::Psync => EngineKind::Psync,
+    }
+}
+
+pub(crate) fn write_output(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    match f(&mut w).and_then(|_| w.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => bail!("writing output: {e}"),
+    }
+}
+
+fn spec_for(a: &BenchIoArgs, op: Op, path: &Path) -> JobSpec {
+    let mut spec = JobSpec::new(path, op);
+    spec.block_size = a.bs;
+    spec.queue_depth = a.qd;
+    spec.pattern = match a.pattern {
+        BenchPattern::Seq => Pattern::Sequential,
+        BenchPattern::Stride => Pattern::Stride { gap: a.gap },
+        BenchPattern::Random => Pattern::Random {
+            seed: a.seed,
+            align: a.align.unwrap_or(a.bs),
+        },
+    };
+    spec.direct = a.direct;
+    spec.engine = engine_kind(a.engine);
+    spec.offset = a.offset;
+    spec.size = a.size;
+    spec.count = a.count;
+    spec.iterations = a.iterations;
+    spec.warmup = a.warmup;
+    spec.drop_caches = !a.no_drop_caches;
+    spec
+}
+
+fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
+    if a.pattern != BenchPattern::Stride && a.gap != 0 {
+        bail!("--gap {}: only meaningful with --pattern stride", a.gap);
+    }
+    if a.pattern != BenchPattern::Random && a.align.is_some() {
+        bail!("--align: only meaningful with --pattern random");
+    }
+    let total = a.files.len() as u64 * (a.iterations + a.warmup) as u64;
+    let bar = progress(total, "iterations");
+    let mut jobs = Vec::new();
+    for path in &a.files {
+        let spec = spec_for(&a, op, path);
+        bar.set_message(path.display().to_string());
+        let result = engine_io::run_job_observed(&spec, &mut |_, _| bar.inc(1))?;
+        bar.inc(spec.warmup as u64);
+        let layout = crate::bench::predict_requests(&result);
+        jobs.push(BenchJob { result, layout });
+    }
+    bar.finish_and_clear();
+    write_output(|w| match a.format {
+        BenchFormat::Table => out::write_table(w, &jobs),
+        BenchFormat::Json => out::write_json(w, &jobs),
+        BenchFormat::Csv => out::write_csv(w, &jobs),
+    })?;
+    Ok(0)
+}
+
+/// Exit status: the command's own (so scripts see its failure), after the report.
+fn run_writes(a: BenchWritesArgs) -> Result<i32> {
+    let device = match (&a.device, &a.path) {
+        (Some(d), _) => BlockDevice::from_name(d)?,
+        (None, Some(p)) => BlockDevice::for_path(p)?,
+        (None, None) => {
+            bail!("bench writes: give --device DEV or --path PATH (the device to count on)")
+        }
+    };
+    let program = &a.command[0];
+    if !a.no_sync {
+        nix::unistd::sync();
+    }
+    let before = device.stats()?;
+    let t = Instant::now();
+    // The command's stdout goes to our stderr so that stdout holds only the report.
+    let status = Command::new(program)
+        .args(&a.command[1..])
+        .stdout(Stdio::from(io::stderr()))
+        .status()
+        .map_err(|e| anyhow!("{program}: cannot run: {e}"))?;
+    let command_seconds = t.elapsed().as_secs_f64();
+    if !a.no_sync {
+        // Buffered writes the command left dirty belong to it.
+        nix::unistd::sync();
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    let after = device
+        .stats()
+        .context("reading device counters after the command")?;
+    let report = WritesReport {
+        version: out::SCHEMA_VERSION,
+        command: a.command.clone(),
+        exit_status: status.code(),
+        device: device.clone(),
+        synced: !a.no_sync,
+        command_seconds,
+        seconds,
+        counts: before.delta(&after),
+    };
+    write_output(|w| match a.format {
+        BenchFormat::Table => out::write_writes_table(w, &report),
+        BenchFormat::Json => out::write_writes_json(w, &report),
+        BenchFormat::Csv => out::write_writes_csv(w, &report),
+    })?;
+    Ok(status.code().unwrap_or(128 + status_signal(&status)))
+}
+
+fn status_signal(s: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.signal().unwrap_or(1)
+}
