@@ -4,8 +4,10 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod freespace;
 pub mod layout;
 pub mod metrics;
+pub mod render;
 pub mod report;
 pub mod scan;
 pub mod scratch;

@@ -1,5 +1,7 @@
 //! One function per subcommand; each returns the process exit status.
 
+pub mod free;
+pub mod map;
 pub mod scan;
 pub mod scratch;
 
@@ -9,5 +11,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Scan(args) => scan::run(args),
         Command::Scratch { action } => scratch::run(action),
+        Command::Free(args) => free::run(args),
+        Command::Map(args) => map::run(args),
     }
 }
