@@ -335,9 +335,11 @@ impl ImgConfig {
                     "columns" => c.columns = v as u32,
                     "box_size" => c.box_size = v as u32,
                     "max_boxes" => c.max_boxes = v,
-                    other => return Err(at(&format!(
+                    other => {
+                        return Err(at(&format!(
                         "unknown key '{other}' (expected max_length, columns, box_size, max_boxes)"
-                    ))),
+                    )))
+                    }
                 }
             }
             c
