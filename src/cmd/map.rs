@@ -27,6 +27,10 @@ struct Summary {
     picture: Option<PictureSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fragtracer: Option<fragtracer::ArtefactSummary>,
+    /// Wall time: mapping the files (FIEMAP), then everything after it (GETFSMAP, layout,
+    /// drawing, writing), then in total.
+    scan_seconds: f64,
+    render_seconds: f64,
     seconds: f64,
 }
 
@@ -134,8 +138,8 @@ pub fn run(args: MapArgs) -> Result<i32> {
         args.path.clone()
     };
     let result = scan_with_progress(&root, args.sync)?;
-    let mut files = result.files;
-    files.sort_by(|a, b| a.file.path.cmp(&b.file.path));
+    let scanned = Instant::now();
+    let files = result.files;
 
     let mut summary = Summary {
         version: 1,
@@ -143,6 +147,8 @@ pub fn run(args: MapArgs) -> Result<i32> {
         files: files.len() as u64,
         picture: None,
         fragtracer: None,
+        scan_seconds: (scanned - started).as_secs_f64(),
+        render_seconds: 0.0,
         seconds: 0.0,
     };
     if let Some(dir) = &args.fragtracer {
@@ -229,6 +235,7 @@ pub fn run(args: MapArgs) -> Result<i32> {
         });
     }
     summary.seconds = started.elapsed().as_secs_f64();
+    summary.render_seconds = scanned.elapsed().as_secs_f64();
     let mut o = io::stdout().lock();
     match args.format {
         MapFormat::Json => {
@@ -239,7 +246,7 @@ pub fn run(args: MapArgs) -> Result<i32> {
             if let Some(p) = &summary.picture {
                 writeln!(
                     o,
-                    "wrote {}: {} files, {} boxes ({} per row, 1 box = {} block{} of {} B){} in {:.2} s",
+                    "wrote {}: {} files, {} boxes ({} per row, 1 box = {} block{} of {} B){} in {:.2} s (mapping files {:.2} s, drawing {:.2} s)",
                     p.out.display(),
                     summary.files,
                     p.boxes,
@@ -252,7 +259,9 @@ pub fn run(args: MapArgs) -> Result<i32> {
                     } else {
                         String::new()
                     },
-                    summary.seconds
+                    summary.seconds,
+                    summary.scan_seconds,
+                    summary.render_seconds
                 )?;
             }
             if let Some(a) = &summary.fragtracer {

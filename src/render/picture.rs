@@ -371,6 +371,16 @@ pub fn write_html(
         .iter()
         .map(|&i| map.describe(&map.segments[i as usize]))
         .collect();
+    // Per shown segment: first block (drawing coordinates) and file offset, so the page can
+    // say which offset of the file the pointed box holds.
+    let starts: Vec<u64> = used
+        .iter()
+        .map(|&i| map.segments[i as usize].start)
+        .collect();
+    let offs: Vec<i64> = used
+        .iter()
+        .map(|&i| map.segments[i as usize].file.map_or(-1, |f| f.1 as i64))
+        .collect();
     let cells: Vec<i64> = grid
         .cells
         .iter()
@@ -402,7 +412,7 @@ pub fn write_html(
     let data = serde_json::json!({
         "left": MARGIN, "top": g.grid_top, "box": img.box_size, "columns": grid.columns,
         "blocks_per_box": grid.blocks_per_box, "origin": map.origin, "gap": gap_text,
-        "cells": cells, "texts": texts,
+        "cells": cells, "texts": texts, "starts": starts, "offs": offs, "block_size": map.block_size,
     });
     writeln!(out, "<script>const M={data};")?;
     writeln!(
@@ -412,7 +422,8 @@ img.addEventListener('mousemove',e=>{{const r=img.getBoundingClientRect();
 const x=(e.clientX-r.left)*img.naturalWidth/r.width-M.left,y=(e.clientY-r.top)*img.naturalHeight/r.height-M.top;
 const c=Math.floor(x/M.box),w=Math.floor(y/M.box),i=w*M.columns+c;
 if(x<0||y<0||c>=M.columns||i>=M.cells.length){{info.textContent='point at a box';return;}}
-const s=M.cells[i];info.textContent='box '+i+' (block '+(M.origin+i*M.blocks_per_box)+'): '+(s<0?M.gap:M.texts[s]);}});
+const s=M.cells[i],b=M.origin+i*M.blocks_per_box;let t='box '+i+' (block '+b+'): '+(s<0?M.gap:M.texts[s]);
+if(s>=0&&M.offs[s]>=0)t+=' | this box: file offset '+(M.offs[s]+Math.max(0,b-M.starts[s])*M.block_size);info.textContent=t;}});
 </script></body></html>"#
     )
 }
