@@ -195,7 +195,7 @@ pub fn data_device_map(
     let devpath = superblock::device_path(dev)
         .with_context(|| format!("{shown}: finding the block device"))?;
     let geo = superblock::read_geometry(&devpath).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::PermissionDenied {
+        if e.kind() == std::io::ErrorKind::PermissionDenied && !nix::unistd::geteuid().is_root() {
             anyhow::anyhow!("{}: reading the superblock needs root", devpath.display())
         } else {
             anyhow::anyhow!("{}: reading the superblock: {e}", devpath.display())

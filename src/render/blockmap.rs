@@ -292,3 +292,83 @@ fn piece(r: &FsmapRecord, bs: u64, s: u64, e: u64, kind: Kind) -> Segment {
         file: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(start: u64, blocks: u64, kind: Kind) -> Segment {
+        Segment {
+            start,
+            blocks,
+            kind,
+            physical: start * 4096,
+            bytes: blocks * 4096,
+            file: None,
+        }
+    }
+    const FILE: Kind = Kind::File {
+        class: 0,
+        fragmented: true,
+        alt: 0,
+    };
+
+    fn map(segments: Vec<Segment>, span: u64) -> BlockMap {
+        BlockMap {
+            title: String::new(),
+            notes: vec![],
+            block_size: 4096,
+            origin: 0,
+            span,
+            segments,
+            files: vec![],
+            skipped: (0, 0),
+            gaps_are_free: true,
+        }
+    }
+
+    #[test]
+    fn boxes_show_the_majority_and_file_wins_ties() {
+        let m = map(
+            vec![
+                seg(0, 3, Kind::Free),
+                seg(3, 3, FILE),
+                seg(6, 2, Kind::Free),
+            ],
+            8,
+        );
+        let img = ImgConfig {
+            max_length: 0,
+            columns: 2,
+            box_size: 4,
+            max_boxes: 2,
+        };
+        let g = m.grid(&img);
+        assert_eq!(g.blocks_per_box, 4);
+        // Box 0: 3 free + 1 file -> free. Box 1: 2 file + 2 free -> file (tie).
+        assert_eq!(g.cells, vec![0, 1]);
+        assert_eq!((g.columns, g.rows), (2, 1));
+    }
+
+    #[test]
+    fn long_runs_are_left_out_and_the_rest_moves_up() {
+        let mut m = map(
+            vec![
+                seg(0, 2, FILE),
+                seg(2, 100, FILE),
+                seg(102, 5, Kind::Free),
+                seg(107, 3, FILE),
+            ],
+            110,
+        );
+        m.skip_long_runs(50);
+        assert_eq!(m.skipped, (1, 100));
+        assert_eq!(m.span, 10);
+        let starts: Vec<u64> = m.segments.iter().map(|s| s.start).collect();
+        assert_eq!(starts, vec![0, 2, 7]);
+        // Free space is never skipped, however long.
+        let mut m = map(vec![seg(0, 1000, Kind::Free)], 1000);
+        m.skip_long_runs(50);
+        assert_eq!(m.skipped, (0, 0));
+    }
+}

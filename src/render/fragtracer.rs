@@ -80,7 +80,7 @@ pub fn kept_in_proc(e: &Extent) -> bool {
     e.costs_read_io()
 }
 
-pub fn write_info(out: &mut impl Write, files: &[FileEntry], root: &Path) -> std::io::Result<()> {
+pub fn write_info(out: &mut impl Write, files: &[&FileEntry], root: &Path) -> std::io::Result<()> {
     writeln!(
         out,
         "# fragInfo.txt (FragTracer format, written by fragkit): one FIEMAP extent per line"
@@ -113,7 +113,7 @@ pub fn write_info(out: &mut impl Write, files: &[FileEntry], root: &Path) -> std
 }
 
 /// fragProc.tbl's rows: written extents of every file, sorted by start LBA.
-pub fn proc_rows(files: &[FileEntry]) -> (Vec<ProcRow>, u64) {
+pub fn proc_rows(files: &[&FileEntry]) -> (Vec<ProcRow>, u64) {
     let mut rows = Vec::new();
     let mut dropped = 0;
     for (i, f) in files.iter().enumerate() {
@@ -137,7 +137,7 @@ pub fn proc_rows(files: &[FileEntry]) -> (Vec<ProcRow>, u64) {
 
 pub fn write_proc(
     out: &mut impl Write,
-    files: &[FileEntry],
+    files: &[&FileEntry],
     root: &Path,
     rows: &[ProcRow],
 ) -> std::io::Result<()> {
@@ -159,7 +159,7 @@ pub fn write_proc(
 
 /// FragTracer's picture: the written data of `files` as contiguous runs in LBA order, one
 /// box per block, packed without the gaps between them.
-pub fn compact_map(files: &[FileEntry], colors: &ColorConfig, title: String) -> BlockMap {
+pub fn compact_map(files: &[&FileEntry], colors: &ColorConfig, title: String) -> BlockMap {
     let bs = files
         .first()
         .map_or(4096, |f| f.file.layout.block_size.max(1) as u64);
@@ -229,7 +229,6 @@ pub fn write_artefacts(
     fs::create_dir_all(out_dir).with_context(|| format!("{}", out_dir.display()))?;
     let mut files: Vec<&FileEntry> = files.iter().collect();
     files.sort_by(|a, b| a.file.path.cmp(&b.file.path));
-    let files: Vec<FileEntry> = files.into_iter().cloned().collect();
     let info = out_dir.join(INFO_FILE);
     let proc = out_dir.join(PROC_FILE);
     let image = out_dir.join(IMAGE_FILE);
@@ -258,4 +257,96 @@ pub fn write_artefacts(
         proc,
         image,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::fsinfo::FsInfo;
+    use crate::layout::model::FileLayout;
+    use crate::layout::walk::ScannedFile;
+    use crate::metrics::FileMetrics;
+
+    fn entry(path: &str, extents: Vec<Extent>) -> FileEntry {
+        let layout = FileLayout {
+            size: extents.iter().map(|e| e.logical_end()).max().unwrap_or(0),
+            allocated: 0,
+            block_size: 4096,
+            extents,
+        };
+        FileEntry {
+            metrics: FileMetrics::compute(&layout, &[131072]),
+            file: ScannedFile {
+                path: PathBuf::from(path),
+                dev: 0,
+                ino: 1,
+                nlink: 1,
+                fs: FsInfo {
+                    magic: 0xEF53,
+                    block_size: 4096,
+                    blocks: 0,
+                    blocks_available: 0,
+                    blocks_free: 0,
+                },
+                layout,
+            },
+        }
+    }
+
+    fn ext(logical: u64, physical: u64, length: u64, flags: ExtentFlags) -> Extent {
+        Extent {
+            logical: logical * 4096,
+            physical: physical * 4096,
+            length: length * 4096,
+            flags,
+        }
+    }
+
+    #[test]
+    fn proc_rows_drop_unwritten_and_sort_by_lba() {
+        let none = ExtentFlags(0);
+        let a = entry(
+            "/d/a.sst",
+            vec![ext(0, 500, 4, none), ext(4, 100, 4, ExtentFlags::LAST)],
+        );
+        let b = entry(
+            "/d/b.log",
+            vec![
+                ext(0, 300, 2, none),
+                ext(
+                    2,
+                    900,
+                    8,
+                    ExtentFlags(ExtentFlags::UNWRITTEN.0 | ExtentFlags::LAST.0),
+                ),
+            ],
+        );
+        let (rows, dropped) = proc_rows(&[&a, &b]);
+        assert_eq!(dropped, 1);
+        let lbas: Vec<(usize, u64, u64)> = rows
+            .iter()
+            .map(|r| (r.file, r.start_lba, r.length))
+            .collect();
+        assert_eq!(lbas, vec![(0, 100, 4), (1, 300, 2), (0, 500, 4)]);
+        let mut info = Vec::new();
+        write_info(&mut info, &[&a, &b], Path::new("/d")).unwrap();
+        let info = String::from_utf8(info).unwrap();
+        assert!(
+            info.contains("a.sst\t1\t4\t7\t100\t103\t4\tlast\n"),
+            "{info}"
+        );
+        assert!(
+            info.contains("b.log\t1\t2\t9\t900\t907\t8\tlast,unwritten\n"),
+            "{info}"
+        );
+    }
+
+    #[test]
+    fn names_stay_one_column() {
+        assert_eq!(
+            table_name(Path::new("/d/x\ty\nz"), Path::new("/d")),
+            "x\\ty\\nz"
+        );
+        assert_eq!(table_name(Path::new("/d/f"), Path::new("/d/f")), "f");
+    }
 }
