@@ -26,6 +26,42 @@ pub struct FreeBucket {
     pub percent: f64,
 }
 
+/// How many groups have how much of their blocks free, in eval_dumpe2fs's bands (Seagate's
+/// PaF instrumentation counts block groups this way, for inodes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GroupBands {
+    /// More than half of the group free.
+    pub over_half: u64,
+    /// Between a quarter and a half.
+    pub quarter_to_half: u64,
+    pub eighth_to_quarter: u64,
+    pub sixteenth_to_eighth: u64,
+    /// Less than a sixteenth free (full groups included).
+    pub under_sixteenth: u64,
+}
+
+impl GroupBands {
+    fn of(groups: &[GroupSummary]) -> GroupBands {
+        let mut b = GroupBands::default();
+        for g in groups {
+            let (f, n) = (g.free_blocks, g.blocks.max(1));
+            let slot = if f * 2 > n {
+                &mut b.over_half
+            } else if f * 4 >= n {
+                &mut b.quarter_to_half
+            } else if f * 8 >= n {
+                &mut b.eighth_to_quarter
+            } else if f * 16 >= n {
+                &mut b.sixteenth_to_eighth
+            } else {
+                &mut b.under_sixteenth
+            };
+            *slot += 1;
+        }
+        b
+    }
+}
+
 /// One block group (ext4) or allocation group (xfs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupSummary {
@@ -55,6 +91,7 @@ pub struct FreeSpace {
     pub histogram: Vec<FreeBucket>,
     pub group_kind: String,
     pub blocks_per_group: u64,
+    pub group_bands: GroupBands,
     pub groups: Vec<GroupSummary>,
 }
 
@@ -160,6 +197,7 @@ pub fn analyse(
         histogram,
         group_kind: geo.group_kind.to_string(),
         blocks_per_group: geo.blocks_per_group,
+        group_bands: GroupBands::of(&groups),
         groups,
     }
 }
@@ -285,5 +323,10 @@ mod tests {
         assert_eq!(f.groups[0].largest_free_extent_blocks, 80);
         assert_eq!(f.groups[1].free_extents, 1);
         assert_eq!(f.groups[0].metadata_blocks, 10);
+        // 81 of 100 and 30 of 100 free.
+        assert_eq!(
+            (f.group_bands.over_half, f.group_bands.quarter_to_half),
+            (1, 1)
+        );
     }
 }

@@ -73,9 +73,15 @@ fn write_fsmap_table(out: &mut impl Write, f: &FreeSpace, all_groups: bool) -> i
     )?;
     writeln!(
         out,
-        "metadata   {} blocks ({})",
+        "metadata   {} blocks ({}){}",
         f.metadata_blocks,
-        b(f.metadata_blocks)
+        b(f.metadata_blocks),
+        // xfs without the reverse-mapping btree (rmapbt) gives used space no owner at all.
+        if f.metadata_blocks == 0 && f.fs_type == "xfs" {
+            " (this xfs has no rmapbt: GETFSMAP reports used space without owners)"
+        } else {
+            ""
+        }
     )?;
     writeln!(out)?;
     writeln!(
@@ -110,6 +116,12 @@ fn write_fsmap_table(out: &mut impl Write, f: &FreeSpace, all_groups: bool) -> i
         out,
         "{:>6} {:>12} {:>12} {:>12} {:>14} {:>12}",
         "GROUP", "START", "FREE_BLOCKS", "FREE_EXTENTS", "LARGEST_FREE", "METADATA"
+    )?;
+    let gb = &f.group_bands;
+    writeln!(
+        out,
+        "free share {} groups with many (> 1/2) free blocks, {} with enough (1/4..1/2), {} with few (1/8..1/4), {} with very few (1/16..1/8), {} with really few (< 1/16)",
+        gb.over_half, gb.quarter_to_half, gb.eighth_to_quarter, gb.sixteenth_to_eighth, gb.under_sixteenth
     )?;
     let shown = if all_groups {
         f.groups.len()
