@@ -53,6 +53,13 @@ impl Canvas {
         self.fill_rect(x + w.saturating_sub(1), y, 1, h, c);
     }
 
+    /// The CSS/SVG font-size that draws text as tall as `size` does here (ab_glyph scales
+    /// by ascent-to-descent height, CSS by the em).
+    pub fn css_font_size(&self, size: f32) -> f32 {
+        let em = self.font.units_per_em().unwrap_or(2048.0);
+        size * em / self.font.height_unscaled()
+    }
+
     /// Width in pixels of `text` at `size` px.
     pub fn text_width(&self, text: &str, size: f32) -> f32 {
         let f = self.font.as_scaled(PxScale::from(size));

@@ -241,6 +241,7 @@ pub fn write_svg(
     let probe = Canvas::new(1, 1, [255, 255, 255]);
     let g = geometry(&probe, lines.len(), grid, img, &entries);
     let b = img.box_size;
+    let (title_px, text_px) = (probe.css_font_size(TITLE_PX), probe.css_font_size(TEXT_PX));
     writeln!(
         out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="DejaVu Sans, sans-serif">"#,
@@ -249,7 +250,7 @@ pub fn write_svg(
     writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#)?;
     writeln!(
         out,
-        r#"<text x="{MARGIN}" y="{}" font-size="{TITLE_PX}">{}</text>"#,
+        r#"<text x="{MARGIN}" y="{}" font-size="{title_px:.2}">{}</text>"#,
         MARGIN + 15,
         xml_escape(&map.title)
     )?;
@@ -257,7 +258,7 @@ pub fn write_svg(
         let y = MARGIN + LINE + 2 + i as u32 * LINE + 12;
         writeln!(
             out,
-            r##"<text x="{MARGIN}" y="{y}" font-size="{TEXT_PX}" fill="#3c3c3c">{}</text>"##,
+            r##"<text x="{MARGIN}" y="{y}" font-size="{text_px:.2}" fill="#3c3c3c">{}</text>"##,
             xml_escape(l)
         )?;
     }
@@ -313,7 +314,7 @@ pub fn write_svg(
         }
         writeln!(
             out,
-            r#"<text x="{}" y="{}" font-size="{TEXT_PX}">{}</text>"#,
+            r#"<text x="{}" y="{}" font-size="{text_px:.2}">{}</text>"#,
             xx + 6,
             y + 14,
             xml_escape(&e.label)
