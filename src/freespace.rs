@@ -213,10 +213,11 @@ pub enum FreeSpaceView {
     },
 }
 
-/// The whole data device's GETFSMAP records of the file system mounted at `mountpoint`,
-/// with its geometry. Needs root.
+/// GETFSMAP records of the data device of the file system mounted at `mountpoint` (all of
+/// it, or only the byte range given), with its geometry. Needs root.
 pub fn data_device_map(
     mountpoint: &Path,
+    range: Option<(u64, u64)>,
 ) -> Result<(String, String, GroupGeometry, Vec<FsmapRecord>)> {
     let shown = mountpoint.display();
     let f = std::fs::File::open(mountpoint).with_context(|| format!("{shown}"))?;
@@ -228,8 +229,6 @@ pub fn data_device_map(
     let dev = std::fs::metadata(mountpoint)
         .map(|m| std::os::unix::fs::MetadataExt::dev(&m))
         .with_context(|| format!("{shown}"))?;
-    let records =
-        fsmap::read_fsmap(f.as_fd(), 0, u64::MAX).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
     let devpath = superblock::device_path(dev)
         .with_context(|| format!("{shown}: finding the block device"))?;
     let geo = superblock::read_geometry(&devpath).map_err(|e| {
@@ -240,6 +239,9 @@ pub fn data_device_map(
         }
     })?;
     let data_dev = fsmap::encode_dev(dev);
+    let (start, end) = range.unwrap_or((0, u64::MAX));
+    let records = fsmap::read_fsmap(f.as_fd(), Some(data_dev), start, end)
+        .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
     let mut records: Vec<FsmapRecord> = records
         .into_iter()
         .filter(|r| r.device == data_dev)
@@ -265,7 +267,7 @@ pub fn free_space(mountpoint: &Path) -> Result<FreeSpaceView> {
             .with_context(|| format!("{shown}: BTRFS_IOC_SPACE_INFO"))?;
         return Ok(FreeSpaceView::Btrfs { info, spaces });
     }
-    let (fs_type, device, geo, records) = data_device_map(mountpoint)?;
+    let (fs_type, device, geo, records) = data_device_map(mountpoint, None)?;
     Ok(FreeSpaceView::Fsmap(Box::new(analyse(
         &fs_type, &device, &geo, &records,
     ))))

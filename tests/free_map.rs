@@ -306,7 +306,7 @@ fn whole_fs_map_boxes_match_fiemap_and_free_space() {
     fragment_free_space(&s.mountpoint().join("fill"), 700, 64 << 10);
     write_file(&s.mountpoint().join("big.sst"), 20 << 20, 9);
     let scan = fragkit::scan::scan_paths(&[s.mountpoint().to_path_buf()], &[128 << 10]).unwrap();
-    let (_, _, geo, recs) = fragkit::freespace::data_device_map(s.mountpoint()).unwrap();
+    let (_, _, geo, recs) = fragkit::freespace::data_device_map(s.mountpoint(), None).unwrap();
     let colors = ColorConfig::default();
     let map = physical_map(
         "t".into(),

@@ -162,7 +162,16 @@ pub fn run(args: MapArgs) -> Result<i32> {
             FsInfo::of_fd(f.as_fd()).with_context(|| format!("{}: statfs", root.display()))?;
         let has_fsmap = matches!(info.magic, fsinfo::EXT4_MAGIC | fsinfo::XFS_MAGIC);
         let fsmap = if has_fsmap {
-            match freespace::data_device_map(&root) {
+            // A map of some files needs GETFSMAP only over their span.
+            let span = (!args.whole_fs).then(|| {
+                files
+                    .iter()
+                    .flat_map(|f| f.file.layout.fragments())
+                    .fold((u64::MAX, 0), |(lo, hi), fr| {
+                        (lo.min(fr.physical), hi.max(fr.physical_end()))
+                    })
+            });
+            match freespace::data_device_map(&root, span.filter(|s| s.0 < s.1)) {
                 Ok(m) => Some(m),
                 Err(e) if args.whole_fs => return Err(e),
                 Err(_) => None,

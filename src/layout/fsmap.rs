@@ -143,10 +143,12 @@ pub enum FsmapError {
     Io(#[from] io::Error),
 }
 
-/// Every record with physical address in [start, end) (bytes), all devices, in the kernel's
-/// order (by device, then physical address).
+/// Every record in [start, end) (bytes) on `device` (an [`encode_dev`] value), or on every
+/// device when None (then the range only bounds the first and last device), in the
+/// kernel's order: by device, then physical address.
 pub fn read_fsmap(
     fd: BorrowedFd<'_>,
+    device: Option<u32>,
     start: u64,
     end: u64,
 ) -> Result<Vec<FsmapRecord>, FsmapError> {
@@ -156,8 +158,9 @@ pub fn read_fsmap(
     });
     buf.head.fmh_count = RECORDS_PER_CALL as u32;
     buf.head.fmh_keys[0].fmr_physical = start;
+    buf.head.fmh_keys[0].fmr_device = device.unwrap_or(0);
     buf.head.fmh_keys[1] = RawFsmap {
-        fmr_device: u32::MAX,
+        fmr_device: device.unwrap_or(u32::MAX),
         fmr_flags: u32::MAX,
         fmr_physical: end,
         fmr_owner: u64::MAX,
