@@ -218,6 +218,9 @@ pub struct MapArgs {
     /// Flush delayed allocations first (FIEMAP_FLAG_SYNC; writes dirty data)
     #[arg(long)]
     pub sync: bool,
+    /// Title at the top of the picture [default: the path, file system and file count]
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
     /// Output format of the summary on stdout
     #[arg(long, short = 'f', value_enum, default_value_t = MapFormat::Table)]
     pub format: MapFormat,

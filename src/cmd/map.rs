@@ -185,7 +185,9 @@ pub fn run(args: MapArgs) -> Result<i32> {
         } else {
             None
         };
-        let title = if args.whole_fs {
+        let title = if let Some(t) = &args.title {
+            t.clone()
+        } else if args.whole_fs {
             format!("{} ({}): whole device", root.display(), info.type_name())
         } else {
             format!(
