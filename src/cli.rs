@@ -39,6 +39,10 @@ pub enum Command {
         #[command(subcommand)]
         action: ProbeAction,
     },
+    /// Free-space fragmentation from GETFSMAP: histogram, largest run, per group (ext4, xfs)
+    Free(FreeArgs),
+    /// Draw block maps (PNG, SVG, HTML) and write FragTracer's artefacts
+    Map(MapArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -414,4 +418,72 @@ pub struct ProbeInterfaceArgs {
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FreeFormat {
+    /// Summary, e2freefrag-style histogram, per-group table
+    Table,
+    /// One JSON object with everything
+    Json,
+    /// The histogram (or, with --groups, one row per group)
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct FreeArgs {
+    /// Mount point of an ext4 or xfs file system (btrfs: chunk usage only); needs root
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value_t = FreeFormat::Table)]
+    pub format: FreeFormat,
+    /// Table: list every group, not just the first 32
+    #[arg(long)]
+    pub all_groups: bool,
+    /// CSV: one row per block/allocation group instead of the histogram
+    #[arg(long)]
+    pub groups: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MapFormat {
+    /// One line saying what was drawn
+    Table,
+    /// One JSON object saying what was drawn
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct MapArgs {
+    /// File, directory or mount point whose files to draw
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Picture to write: .png, .svg (hover shows file, offset, fragment) or .html
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Draw the whole device: metadata, free space and every file (GETFSMAP; ext4/xfs, root)
+    #[arg(long)]
+    pub whole_fs: bool,
+    /// Write FragTracer's fragInfo.txt, fragProc.tbl and fragImg.png into DIR
+    #[arg(long, value_name = "DIR")]
+    pub fragtracer: Option<PathBuf>,
+    /// Colour config: FragTracer color.cnf format, or TOML if the name ends in .toml
+    #[arg(long, value_name = "FILE")]
+    pub color_config: Option<PathBuf>,
+    /// Image config: FragTracer img.cnf format, or TOML if the name ends in .toml
+    #[arg(long, value_name = "FILE")]
+    pub img_config: Option<PathBuf>,
+    /// Do not draw contiguous runs longer than N blocks (overrides img.cnf max_length)
+    #[arg(long, value_name = "N")]
+    pub max_length: Option<u64>,
+    /// Flush delayed allocations first (FIEMAP_FLAG_SYNC; writes dirty data)
+    #[arg(long)]
+    pub sync: bool,
+    /// Title at the top of the picture [default: the path, file system and file count]
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Output format of the summary on stdout
+    #[arg(long, short = 'f', value_enum, default_value_t = MapFormat::Table)]
+    pub format: MapFormat,
 }

@@ -2,6 +2,8 @@
 
 pub mod bench;
 pub mod defrag;
+pub mod free;
+pub mod map;
 pub mod probe;
 pub mod scan;
 pub mod scratch;
@@ -15,5 +17,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Defrag(args) => defrag::run(args),
         Command::Bench { action } => bench::run(action),
         Command::Probe { action } => probe::run(action),
+        Command::Free(args) => free::run(args),
+        Command::Map(args) => map::run(args),
     }
 }

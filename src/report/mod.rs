@@ -2,5 +2,6 @@
 
 pub mod bench;
 pub mod filefrag;
+pub mod free;
 pub mod probe;
 pub mod scan;

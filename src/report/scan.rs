@@ -338,6 +338,12 @@ pub fn write_table(
                 f.file.path.display()
             )?;
         }
+        // What makes the columns actionable: the cost per read, and the price of removing it.
+        writeln!(
+            out,
+            "(EXTRA@{label}: extra device requests one full sequential read of the file needs at {label}, S(R)-I(R); \
+             MOVE: bytes a pick-style defrag would rewrite to remove them, the {label} windows spanning more than one fragment)"
+        )?;
         if listed_of > files.len() {
             writeln!(
                 out,

@@ -1,0 +1,11 @@
+//! Pictures of layouts: block maps in FragTracer's semantics (PNG, SVG, HTML) and
+//! FragTracer's artefacts. Usable without the CLI (watch writes artefacts every tick).
+
+pub mod blockmap;
+pub mod canvas;
+pub mod config;
+pub mod fragtracer;
+pub mod picture;
+
+pub use config::{ColorConfig, ImgConfig};
+pub use fragtracer::write_artefacts;
