@@ -9,4 +9,5 @@ pub mod metrics;
 pub mod report;
 pub mod scan;
 pub mod scratch;
+pub mod trace;
 pub mod units;
