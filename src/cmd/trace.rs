@@ -33,9 +33,6 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         c.args(rest);
         c
     });
-    if command.is_none() && args.pid.is_empty() && args.duration.is_none() {
-        eprintln!("fragkit: tracing all processes; stop with Ctrl-C");
-    }
 
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
     if !io::stderr().is_terminal() || command.is_some() {
@@ -57,9 +54,17 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             bar.set_position(n);
         }
     };
+    let launching = command.is_some();
+    let announce = || {
+        // Scripts (and the tests) wait for this line before starting the traced work.
+        if !launching {
+            eprintln!("fragkit: tracing; stop with Ctrl-C or SIGTERM");
+        }
+    };
     let stop = Stop {
         signalled: loader::stop_on_signals(),
         duration: args.duration.map(Duration::from_secs_f64),
+        on_attached: &announce,
     };
     let stats = loader::trace(&filter, command.as_mut(), &stop, &mut on_event)?;
     bar.finish_and_clear();

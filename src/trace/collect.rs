@@ -49,20 +49,21 @@ impl Collector {
                 self.paths.insert(key, p);
             }
         }
-        let sequential =
-            !e.is_write() && !e.is_direct() && self.streams.read(e.file, e.offset, e.bytes);
+        let f = self.files.get_mut(&key).expect("inserted above");
+        let readahead_to = if e.is_write() || e.is_direct() {
+            None
+        } else {
+            self.streams.read(e.file, e.offset, e.bytes, f.read_ahead)
+        };
         let call = Call {
             offset: e.offset,
             bytes: e.bytes,
             write: e.is_write(),
             direct: e.is_direct(),
-            sequential,
+            readahead_to,
             file_size: e.size,
         };
-        self.files
-            .get_mut(&key)
-            .expect("inserted above")
-            .record(&call);
+        f.record(&call);
     }
 
     /// Paths for files the tracee no longer had open when first seen: one walk per device.

@@ -97,6 +97,8 @@ pub struct Filter {
 pub struct Stop<'a> {
     pub signalled: &'a AtomicBool,
     pub duration: Option<Duration>,
+    /// Called once everything is attached (before a command is launched).
+    pub on_attached: &'a dyn Fn(),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -176,9 +178,7 @@ fn cgroup_target(path: &Path) -> Result<CgroupTarget> {
     // Walk up while the parent is still cgroup2: the top is the hierarchy's root (level 0).
     while let Some(parent) = root.parent() {
         match nix::sys::statfs::statfs(parent) {
-            Ok(s) if s.filesystem_type().0 == CGROUP2_SUPER_MAGIC => {
-                root = parent.to_path_buf()
-            }
+            Ok(s) if s.filesystem_type().0 == CGROUP2_SUPER_MAGIC => root = parent.to_path_buf(),
             _ => break,
         }
     }
@@ -277,6 +277,7 @@ pub fn trace(
     rb.add(&skel.maps.events, &mut callback)?;
     let ring = rb.build()?;
 
+    (stop.on_attached)();
     let started = Instant::now();
     let mut child: Option<Child> = match command {
         Some(cmd) => Some(spawn_traced(cmd, skel.maps.tgids.as_fd().as_raw_fd())?),

@@ -4,18 +4,23 @@
 //! 1. **Align** outward to the file system block: start rounded down, end rounded up (a
 //!    partial block still costs the whole block).
 //! 2. **Readahead** (buffered reads only; O_DIRECT reads and all writes are taken as they
-//!    are). The kernel reads ahead for a *sequential* stream, which we take to be a read
-//!    through one open file (struct file) that is its first read and starts at offset 0,
-//!    or starts exactly where that open file's previous read ended. Such an access is
-//!    extended by the device's `read_ahead_kb` (from /sys/class/bdi/MAJ:MIN, the value the
-//!    kernel uses), clipped to the end of the file rounded up to a block. Random buffered
-//!    reads are not extended (the kernel reads just the missing pages).
-//!    *Tolerance*: the kernel ramps its window up from a few pages to read_ahead_kb and
-//!    keeps one asynchronous window ahead of the reader, so the bytes it really fetches
-//!    past the last byte read lie between 0 and 2 × read_ahead_kb (never past EOF); the
-//!    model's extension is read_ahead_kb, so the modelled end of a sequential run is within
-//!    ± read_ahead_kb of the real one. Cache hits, fadvise/madvise hints and
-//!    readahead(2) are not modelled.
+//!    are). Each open file (struct file) is one stream. A read that is the stream's first
+//!    and starts at offset 0, or starts exactly where the stream's previous read ended, is
+//!    *sequential*; its access is extended to the end of the kernel's readahead window,
+//!    which is replayed with the kernel's own on-demand arithmetic (mm/readahead.c):
+//!    the first window is get_init_ra_size(request) pages with an async marker
+//!    `size - request` pages before its end; when a read reaches the marker the next window
+//!    of get_next_ra_size(previous) pages starts right after the current one (×4 while
+//!    small, ×2 up to half the maximum, then the maximum). The maximum is the device's real
+//!    `read_ahead_kb` (/sys/class/bdi/MAJ:MIN, the value the page cache uses). Windows are
+//!    clipped to the end of the file rounded up to a block. Random buffered reads are not
+//!    extended (the kernel reads just the missing pages) and end the stream's window.
+//!    *Tolerance*: on a cold cache, for a stream read in requests up to the window size,
+//!    the modelled end is the kernel's (the integration test compares it with the pages
+//!    mincore(2) finds cached); pages already cached, reads larger than the window,
+//!    fadvise/madvise hints, readahead(2) and memory pressure make the kernel read less or
+//!    later, so the documented bound is: the modelled end of a sequential run is within
+//!    one `read_ahead_kb` of the bytes the kernel really fetched.
 //! 3. **Merge** overlapping accesses (adjacent ones stay apart: a fragment boundary that
 //!    falls exactly between two requests splits neither) into ranges, summing their read
 //!    and write counts.
@@ -72,8 +77,9 @@ pub struct Call {
     pub bytes: u64,
     pub write: bool,
     pub direct: bool,
-    /// A buffered read the kernel sees as part of a sequential stream (see module docs).
-    pub sequential: bool,
+    /// For a sequential buffered read: where the kernel's readahead window ends (bytes;
+    /// see module docs and [`Streams::read`]).
+    pub readahead_to: Option<u64>,
     /// File size after the call.
     pub file_size: u64,
 }
@@ -105,9 +111,9 @@ impl FileAccesses {
     /// The aligned (and, for sequential buffered reads, readahead-extended) range of a call.
     pub fn access_range(&self, c: &Call) -> (u64, u64) {
         let (start, mut end) = align(c.offset, c.bytes, self.block_size);
-        if !c.write && !c.direct && c.sequential {
+        if let (false, false, Some(ra_end)) = (c.write, c.direct, c.readahead_to) {
             let eof = c.file_size.div_ceil(self.block_size) * self.block_size;
-            end = end.max((end + self.read_ahead).min(eof));
+            end = end.max(ra_end.min(eof));
         }
         (start, end)
     }
@@ -193,21 +199,96 @@ impl Hotness {
     }
 }
 
-/// Per open file: where its last read ended (for sequential-stream detection).
+const PAGE: u64 = 4096;
+
+/// mm/readahead.c get_init_ra_size: the first window for a request of `req` pages.
+fn init_ra_pages(req: u64, max: u64) -> u64 {
+    let n = req.max(1).next_power_of_two();
+    if n <= max / 32 {
+        n * 4
+    } else if n <= max / 4 {
+        n * 2
+    } else {
+        max
+    }
+}
+
+/// mm/readahead.c get_next_ra_size: the window after one of `cur` pages.
+fn next_ra_pages(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        4 * cur
+    } else if cur <= max / 2 {
+        2 * cur
+    } else {
+        max
+    }
+}
+
+/// One open file's readahead state, in pages (the kernel's struct file_ra_state).
+#[derive(Debug, Clone, Copy, Default)]
+struct Stream {
+    /// Byte offset where the previous read ended.
+    next: u64,
+    /// Current window [start, start+size) and its async tail; size 0 = no window.
+    start: u64,
+    size: u64,
+    async_size: u64,
+}
+
+/// Per open file readahead replay (see module docs).
 #[derive(Debug, Default)]
 pub struct Streams {
-    last_read_end: HashMap<u64, u64>,
+    streams: HashMap<u64, Stream>,
 }
 
 impl Streams {
-    /// Is this read sequential for the open file `stream`? Records it either way.
-    pub fn read(&mut self, stream: u64, offset: u64, bytes: u64) -> bool {
-        let seq = match self.last_read_end.get(&stream) {
-            None => offset == 0,
-            Some(&end) => offset == end,
+    /// A buffered read of [offset, offset+bytes) through open file `stream` on a device
+    /// whose readahead maximum is `max_bytes`: where the kernel's window ends if the read is
+    /// sequential, None if it is random.
+    pub fn read(&mut self, stream: u64, offset: u64, bytes: u64, max_bytes: u64) -> Option<u64> {
+        let max = (max_bytes / PAGE).max(1);
+        let first = offset / PAGE;
+        let last = (offset + bytes).div_ceil(PAGE); // exclusive
+        let req = last - first;
+        let st = self.streams.entry(stream).or_insert(Stream {
+            next: u64::MAX,
+            ..Default::default()
+        });
+        let sequential = if st.next == u64::MAX {
+            offset == 0
+        } else {
+            offset == st.next
         };
-        self.last_read_end.insert(stream, offset + bytes);
-        seq
+        st.next = offset + bytes;
+        if !sequential || max_bytes == 0 {
+            st.size = 0;
+            return None;
+        }
+        if st.size == 0 || first >= st.start + st.size {
+            // Sync readahead on a miss: a fresh window at the read.
+            st.start = first;
+            st.size = init_ra_pages(req, max);
+            st.async_size = if st.size > req {
+                st.size - req
+            } else {
+                st.size
+            };
+        }
+        // The read reaches the async marker (or runs past the window): the next window
+        // starts right after the current one.
+        let mut guard = 0;
+        while guard < 1 << 16 {
+            let marker = st.start + st.size - st.async_size;
+            let crosses = marker >= first && marker < last;
+            if !(crosses || last > st.start + st.size) {
+                break;
+            }
+            st.start += st.size;
+            st.size = next_ra_pages(st.size, max);
+            st.async_size = st.size;
+            guard += 1;
+        }
+        Some((st.start + st.size) * PAGE)
     }
 }
 
@@ -222,7 +303,7 @@ mod tests {
             bytes,
             write: false,
             direct: true,
-            sequential: false,
+            readahead_to: None,
             file_size: 1 << 40,
         }
     }
@@ -273,6 +354,26 @@ mod tests {
     }
 
     #[test]
+    fn readahead_replays_the_kernel_window_ramp() {
+        // 64 KiB reads from 0 with a 2560 KiB maximum (640 pages): first window 64 pages
+        // (16 rounded up, ×4), marker at page 16; the second read starts the next window of
+        // 128 pages, so after 256 KiB the kernel has pages [0, 192) = 768 KiB.
+        let mut s = Streams::default();
+        let ends: Vec<u64> = (0..4u64)
+            .map(|k| s.read(1, k * 65536, 65536, 2560 << 10).unwrap())
+            .collect();
+        assert_eq!(ends, vec![256 << 10, 768 << 10, 768 << 10, 768 << 10]);
+        // 128 KiB maximum (32 pages), 4 KiB reads: windows of 4 then 8 pages (×2 once
+        // past max/16).
+        let mut s = Streams::default();
+        assert_eq!(s.read(2, 0, 4096, 128 << 10), Some(16 << 10));
+        assert_eq!(s.read(2, 4096, 4096, 128 << 10), Some(48 << 10));
+        // A random read is not extended and ends the window.
+        assert_eq!(s.read(2, 1 << 20, 4096, 128 << 10), None);
+        assert_eq!(s.read(3, 4096, 4096, 128 << 10), None);
+    }
+
+    #[test]
     fn sequential_buffered_reads_get_readahead_clipped_at_eof() {
         let ra = 128 << 10;
         let mut f = FileAccesses::new(4096, ra);
@@ -283,16 +384,17 @@ mod tests {
                 bytes: 65536,
                 write: false,
                 direct: false,
-                sequential: s.read(7, k * 65536, 65536),
+                readahead_to: s.read(7, k * 65536, 65536, ra),
                 file_size: 4 << 20,
             };
             f.record(&c);
         }
+        // 16-page request, 32-page max: window 32, marker at 16; then 32-page windows.
         assert_eq!(
             f.ranges(),
             vec![Range {
                 offset: 0,
-                length: (256 << 10) + ra,
+                length: 384 << 10,
                 reads: 4,
                 writes: 0
             }]
@@ -303,12 +405,10 @@ mod tests {
             bytes: 4096,
             write: false,
             direct: false,
-            sequential: true,
+            readahead_to: Some(1 << 20),
             file_size: 10_000,
         };
         assert_eq!(f.access_range(&c), (0, 12_288));
-        // A random buffered read is not extended.
-        assert!(!s.read(8, 4096, 4096));
     }
 
     #[test]
