@@ -128,29 +128,31 @@ static __always_inline int on_enter(u64 fd, s64 pos, u8 op)
 	if (!wanted(id >> 32))
 		return 0;
 
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+	/* BTF-typed pointers: plain loads (no helper call per field), faults read as 0. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	if (fd >= fdt->max_fds)
 		return 0;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *file = 0;
-	bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-	if (!file)
+	struct file *raw = 0;
+	bpf_probe_read_kernel(&raw, sizeof(raw), &fdt->fd[fd]);
+	if (!raw)
 		return 0;
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
-	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+	struct file *file = bpf_core_cast(raw, struct file);
+	struct inode *inode = file->f_inode;
+	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG)
 		return 0;
-	u32 dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	struct super_block *sb = inode->i_sb;
+	u32 dev = sb->s_dev;
 	if (filter_dev && dev != filter_dev)
 		return 0;
 
 	struct pending p = {
-		.file = file,
+		.file = raw,
 		.pos = pos,
-		.ino = BPF_CORE_READ(inode, i_ino),
+		.ino = inode->i_ino,
 		.dev = dev,
 		.op = op,
-		.blkbits = BPF_CORE_READ(inode, i_sb, s_blocksize_bits),
+		.blkbits = sb->s_blocksize_bits,
 	};
 	if (bpf_map_update_elem(&pending, &id, &p, BPF_ANY))
 		count_drop(1);
@@ -173,16 +175,16 @@ static __always_inline int on_exit(s64 ret)
 		count_drop(0);
 		return 0;
 	}
-	struct file *file = p.file;
+	struct file *file = bpf_core_cast(p.file, struct file);
 	e->ino = p.ino;
 	e->bytes = ret;
-	e->offset = p.pos >= 0 ? (u64)p.pos : (u64)(BPF_CORE_READ(file, f_pos) - ret);
-	e->file = (u64)file;
-	e->size = BPF_CORE_READ(file, f_inode, i_size);
+	e->offset = p.pos >= 0 ? (u64)p.pos : (u64)(file->f_pos - ret);
+	e->file = (u64)p.file;
+	e->size = file->f_inode->i_size;
 	e->dev = p.dev;
 	e->tgid = id >> 32;
 	e->op = p.op;
-	e->direct = (BPF_CORE_READ(file, f_flags) & O_DIRECT) != 0;
+	e->direct = (file->f_flags & O_DIRECT) != 0;
 	e->blkbits = p.blkbits;
 	/* Batch: wake the reader only when a good share of the buffer is waiting; it also
 	 * polls on a timer, so a quiet trace is still drained. */
