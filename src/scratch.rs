@@ -312,7 +312,7 @@ fn is_mounted(mp: &Path) -> bool {
         .any(|l| l.split(' ').nth(4).map(unescape_mountinfo).as_deref() == Some(&*want))
 }
 
-fn unescape_mountinfo(s: &str) -> String {
+pub fn unescape_mountinfo(s: &str) -> String {
     // mountinfo escapes space, tab, newline and backslash as \ooo octal.
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());

@@ -8,6 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::loader::kernel_dev;
+use crate::scratch::unescape_mountinfo;
 
 fn same_file(path: &Path, dev: u32, ino: u64) -> bool {
     fs::metadata(path).is_ok_and(|m| kernel_dev(m.dev()) == dev && m.ino() == ino)
@@ -33,28 +34,6 @@ pub fn from_proc(tgid: u32, dev: u32, ino: u64) -> Option<PathBuf> {
     None
 }
 
-/// Undo /proc/self/mountinfo's octal escapes (\040 for space, ...).
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() {
-            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 4])
-                .ok()
-                .and_then(|d| u8::from_str_radix(d, 8).ok())
-            {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Mount point of the device (kernel dev_t), preferring a mount of the file system's root.
 pub fn mount_point(dev: u32) -> Option<PathBuf> {
     let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -66,7 +45,7 @@ pub fn mount_point(dev: u32) -> Option<PathBuf> {
         if f.len() < 5 || f[2] != want {
             continue;
         }
-        let mp = PathBuf::from(unescape(f[4]));
+        let mp = PathBuf::from(unescape_mountinfo(f[4]));
         if f[3] == "/" {
             return Some(mp);
         }
@@ -122,7 +101,6 @@ mod tests {
             fs::canonicalize(got).unwrap(),
             fs::canonicalize(&p).unwrap()
         );
-        assert_eq!(unescape(r"/mnt/a\040b"), "/mnt/a b");
         if mount_point(dev).is_some_and(|mp| dir.path().starts_with(mp)) {
             let found = by_walk(dev, &HashSet::from([m.ino()]));
             assert_eq!(
