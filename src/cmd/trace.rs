@@ -121,7 +121,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     );
     if stats.dropped() > 0 {
         eprintln!(
-            "fragkit: {} records dropped ({} ring buffer full, {} too many calls in flight): the profile undercounts",
+            "fragkit: {} records dropped ({} ring buffer full, {} calls without task storage): the profile undercounts",
             stats.dropped(),
             stats.dropped_ring,
             stats.dropped_pending

@@ -107,7 +107,7 @@ pub struct TraceStats {
     pub events: u64,
     /// Records lost because the ring buffer was full.
     pub dropped_ring: u64,
-    /// Calls lost because too many were in flight at once (pending map full).
+    /// Calls lost because the thread's task-local storage could not be allocated.
     pub dropped_pending: u64,
     /// Exit status of the launched command, if any.
     pub command_status: Option<ExitStatus>,

@@ -3,8 +3,9 @@
  * record (device, inode, offset, bytes transferred, read/write, O_DIRECT) in a ring buffer.
  *
  * sys_enter_* resolves fd -> struct file -> inode and applies the filters, then parks the
- * file in `pending` keyed by pid_tgid; sys_exit_* takes it back and, if the call moved any
- * bytes, emits the record with the return value as the length. Offsets: the pos argument
+ * file in the calling thread's task-local storage (`pending`: no hashing, no allocation
+ * after a thread's first call); sys_exit_* takes it back and, if the call moved any bytes,
+ * emits the record with the return value as the length. Offsets: the pos argument
  * for pread/pwrite/preadv/pwritev(2); otherwise f_pos after the call minus the bytes moved
  * (right for O_APPEND writes too, where f_pos before the call is not where data went). */
 #include "kernel.h"
@@ -33,6 +34,7 @@ const volatile u64 wakeup_bytes = 1 << 20; /* wake the reader once this much is 
 
 struct pending {
 	struct file *file;
+	u8 active;
 	s64 pos;   /* -1: use f_pos */
 	u64 ino;
 	u32 dev;
@@ -56,9 +58,9 @@ struct event {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct pending);
 } pending SEC(".maps");
 
@@ -74,7 +76,7 @@ struct {
 	__uint(max_entries, 16 << 20);
 } events SEC(".maps");
 
-/* [0] records lost to a full ring buffer, [1] calls lost to a full `pending` map. */
+/* [0] records lost to a full ring buffer, [1] calls whose task storage could not be made. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 2);
@@ -146,29 +148,32 @@ static __always_inline int on_enter(u64 fd, s64 pos, u8 op)
 	if (filter_dev && dev != filter_dev)
 		return 0;
 
-	struct pending p = {
-		.file = raw,
-		.pos = pos,
-		.ino = inode->i_ino,
-		.dev = dev,
-		.op = op,
-		.blkbits = sb->s_blocksize_bits,
-	};
-	if (bpf_map_update_elem(&pending, &id, &p, BPF_ANY))
+	struct pending *p = bpf_task_storage_get(&pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
 		count_drop(1);
+		return 0;
+	}
+	p->file = raw;
+	p->pos = pos;
+	p->ino = inode->i_ino;
+	p->dev = dev;
+	p->op = op;
+	p->blkbits = sb->s_blocksize_bits;
+	p->active = 1;
 	return 0;
 }
 
 static __always_inline int on_exit(s64 ret)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	struct pending *pp = bpf_map_lookup_elem(&pending, &id);
-	if (!pp)
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pending *pp = bpf_task_storage_get(&pending, task, 0, 0);
+	if (!pp || !pp->active)
 		return 0;
-	struct pending p = *pp;
-	bpf_map_delete_elem(&pending, &id);
+	pp->active = 0;
 	if (ret <= 0)
 		return 0;
+	struct pending p = *pp;
+	u64 id = bpf_get_current_pid_tgid();
 
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
