@@ -267,6 +267,56 @@ fn launched_command_is_traced_from_its_first_read() {
     assert_eq!(ranges_of(&p, &dir, "data"), want);
     assert_eq!(p["events"], 10);
 
+    // --summary: the current fragmentation of each hot range, checked against the kernel's
+    // own extent list (filefrag -v). Interleaved O_DIRECT appends split inter-a at least
+    // where its first two 64 KiB chunks went to different places.
+    interleaved_direct_appends(&[dir.join("inter-a"), dir.join("inter-b")], 64 << 10, 8);
+    let sum = fragkit_json(&[
+        "trace",
+        "--mount",
+        dir.to_str().unwrap(),
+        "--summary",
+        "-f",
+        "json",
+        "--",
+        "dd",
+        &format!("if={}/inter-a", dir.display()),
+        "of=/dev/null",
+        "bs=128K",
+        "iflag=direct",
+        "status=none",
+    ]);
+    assert_eq!(sum["kind"], "fragkit-trace-summary");
+    let (bs, extents) = filefrag_extents(&dir.join("inter-a"));
+    // Physically contiguous extents are one fragment.
+    let mut frags: Vec<(u64, u64)> = Vec::new(); // (logical start, end) in bytes
+    let mut prev_phys_end = None;
+    for e in &extents {
+        let (l, p, n) = (e.logical * bs, e.physical * bs, e.length * bs);
+        match frags.last_mut() {
+            Some(f) if prev_phys_end == Some(p) && f.1 == l => f.1 = l + n,
+            _ => frags.push((l, l + n)),
+        }
+        prev_phys_end = Some(p + n);
+    }
+    let ranges = sum["ranges"].as_array().unwrap();
+    assert_eq!(ranges.len(), 4, "{sum:#}");
+    let mut extra_total = 0;
+    for r in ranges {
+        let off = r["offset"].as_u64().unwrap();
+        assert_eq!(r["length"], 128 * K);
+        assert_eq!(r["reads"], 1);
+        let touching = frags
+            .iter()
+            .filter(|f| f.0 < off + 128 * K && f.1 > off)
+            .count() as u64;
+        assert_eq!(r["fragments"], touching, "{sum:#} vs {extents:?}");
+        // Each range is one aligned 128 KiB window: one request per fragment in it.
+        assert_eq!(r["extra_requests_per_access"], touching - 1);
+        extra_total += touching - 1;
+    }
+    assert!(extra_total >= 1, "inter-a is not fragmented: {extents:?}");
+
     // The exit status of the command is fragkit's.
     let o = fragkit(&[
         "trace",
