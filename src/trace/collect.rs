@@ -26,6 +26,7 @@ const DEFAULT_READ_AHEAD: u64 = 128 << 10;
 pub struct Collector {
     files: HashMap<(u32, u64), FileAccesses>,
     paths: HashMap<(u32, u64), PathBuf>,
+    generations: HashMap<(u32, u64), u32>,
     streams: Streams,
     read_ahead: HashMap<u32, u64>,
 }
@@ -44,6 +45,7 @@ impl Collector {
                 .or_insert_with(|| read_ahead_bytes(e.dev).unwrap_or(DEFAULT_READ_AHEAD));
             let bs = 1u64 << e.blkbits.min(31);
             self.files.insert(key, FileAccesses::new(bs, ra));
+            self.generations.insert(key, e.gen);
             // Resolve while the tracee most likely still has the file open.
             if let Some(p) = resolve::from_proc(e.tgid, e.dev, e.ino) {
                 self.paths.insert(key, p);
@@ -66,12 +68,30 @@ impl Collector {
         f.record(&call);
     }
 
-    /// Paths for files the tracee no longer had open when first seen: one walk per device.
+    /// Paths for files the tracee no longer had open when first seen: by file handle, else
+    /// one walk per device.
     fn resolve_remaining(&mut self) {
         let mut missing: HashMap<u32, HashSet<u64>> = HashMap::new();
+        let mut mounts: HashMap<u32, Option<PathBuf>> = HashMap::new();
         for key in self.files.keys() {
-            if !self.paths.contains_key(key) {
-                missing.entry(key.0).or_default().insert(key.1);
+            if self.paths.contains_key(key) {
+                continue;
+            }
+            let mount = mounts
+                .entry(key.0)
+                .or_insert_with(|| resolve::mount_point(key.0));
+            let Some(mount) = mount else {
+                continue;
+            };
+            let gen = self.generations.get(key).copied().unwrap_or(0);
+            match resolve::by_handle(mount, key.0, key.1, gen) {
+                resolve::ByHandle::Found(p) => {
+                    self.paths.insert(*key, p);
+                }
+                resolve::ByHandle::Gone => {}
+                resolve::ByHandle::Unsupported => {
+                    missing.entry(key.0).or_default().insert(key.1);
+                }
             }
         }
         for (dev, inos) in missing {

@@ -43,7 +43,9 @@ pub struct Event {
     pub op: u8,
     pub direct: u8,
     pub blkbits: u8,
-    pad: [u8; 5],
+    pad: u8,
+    /// i_generation (with ino, what a file handle of ext4 or xfs holds).
+    pub gen: u32,
 }
 
 pub const OP_WRITE: u8 = 1;

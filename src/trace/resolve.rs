@@ -1,13 +1,18 @@
 //! (device, inode) → path, once per file: first from the tracee's open file descriptors
-//! (/proc/PID/fd, while it still has the file open), else by one walk of the file system's
+//! (/proc/PID/fd, while it still has the file open); else by open_by_handle_at(2) with the
+//! inode number and generation the tracer recorded (ext4, xfs), which finds the cached
+//! dentry of a file the tracee just used; else (other file systems) by one walk of the
 //! mount point for all inodes still unknown on that device.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::loader::kernel_dev;
+use crate::layout::fsinfo::{FsInfo, EXT4_MAGIC, XFS_MAGIC};
 use crate::scratch::unescape_mountinfo;
 
 fn same_file(path: &Path, dev: u32, ino: u64) -> bool {
@@ -54,6 +59,82 @@ pub fn mount_point(dev: u32) -> Option<PathBuf> {
     best
 }
 
+/// struct file_handle (include/uapi/linux/fcntl.h via include/linux/fs.h): byte count,
+/// type, then the file system's own bytes (at most MAX_HANDLE_SZ = 128).
+#[repr(C)]
+struct FileHandle {
+    handle_bytes: u32,
+    handle_type: i32,
+    f_handle: [u8; 16],
+}
+
+/// include/linux/exportfs.h FILEID_INO32_GEN: { u32 ino; u32 gen } (ext2/3/4, xfs).
+const FILEID_INO32_GEN: i32 = 1;
+/// fs/xfs/xfs_export.h XFS_FILEID_TYPE_64FLAG | FILEID_INO32_GEN: { u64 ino; u32 gen }.
+const XFS_FILEID_INO64_GEN: i32 = 0x81;
+
+/// Outcome of asking the kernel for a file by handle.
+pub enum ByHandle {
+    Found(PathBuf),
+    /// The file no longer exists (ESTALE): no point walking for it.
+    Gone,
+    /// This file system's handles are not known here; try a walk.
+    Unsupported,
+}
+
+/// Open (ino, gen) on the file system mounted at `mount` and read back its path.
+pub fn by_handle(mount: &Path, dev: u32, ino: u64, gen: u32) -> ByHandle {
+    let Ok(dir) = fs::File::open(mount) else {
+        return ByHandle::Unsupported;
+    };
+    let Ok(info) = FsInfo::of_fd(std::os::fd::AsFd::as_fd(&dir)) else {
+        return ByHandle::Unsupported;
+    };
+    let mut h = FileHandle {
+        handle_bytes: 8,
+        handle_type: FILEID_INO32_GEN,
+        f_handle: [0; 16],
+    };
+    match info.magic {
+        EXT4_MAGIC => {}
+        XFS_MAGIC if ino > u32::MAX as u64 => {
+            h.handle_bytes = 12;
+            h.handle_type = XFS_FILEID_INO64_GEN;
+        }
+        XFS_MAGIC => {}
+        _ => return ByHandle::Unsupported,
+    }
+    if h.handle_type == FILEID_INO32_GEN {
+        h.f_handle[..4].copy_from_slice(&(ino as u32).to_ne_bytes());
+        h.f_handle[4..8].copy_from_slice(&gen.to_ne_bytes());
+    } else {
+        h.f_handle[..8].copy_from_slice(&ino.to_ne_bytes());
+        h.f_handle[8..12].copy_from_slice(&gen.to_ne_bytes());
+    }
+    // SAFETY: open_by_handle_at(2) reads the handle and returns a new fd or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_by_handle_at,
+            dir.as_raw_fd(),
+            &mut h as *mut FileHandle,
+            libc::O_PATH | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return match io::Error::last_os_error().raw_os_error() {
+            Some(libc::ESTALE) | Some(libc::ENOENT) => ByHandle::Gone,
+            _ => ByHandle::Unsupported,
+        };
+    }
+    // SAFETY: a fresh fd we own.
+    let file = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    match fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+        Ok(p) if p.is_absolute() && same_file(&p, dev, ino) => ByHandle::Found(p),
+        // Deleted, or a dentry not connected to the tree: only a walk can say.
+        _ => ByHandle::Unsupported,
+    }
+}
+
 /// Walk the mount of `dev` (staying on it) until every inode in `inos` has a path.
 pub fn by_walk(dev: u32, inos: &HashSet<u64>) -> HashMap<u64, PathBuf> {
     let mut found = HashMap::new();
@@ -89,6 +170,14 @@ pub fn by_walk(dev: u32, inos: &HashSet<u64>) -> HashMap<u64, PathBuf> {
 mod tests {
     use super::*;
 
+    /// FS_IOC_GETVERSION = _IOR('v', 1, long) (include/uapi/linux/fs.h): i_generation.
+    fn generation(f: &fs::File) -> u32 {
+        let mut g: libc::c_long = 0;
+        // SAFETY: the ioctl writes one long.
+        unsafe { libc::ioctl(f.as_raw_fd(), 0x8008_7601, &mut g) };
+        g as u32
+    }
+
     #[test]
     fn finds_own_open_file_and_walks_to_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -101,6 +190,11 @@ mod tests {
             fs::canonicalize(got).unwrap(),
             fs::canonicalize(&p).unwrap()
         );
+        if let Some(mp) = mount_point(dev) {
+            if let ByHandle::Found(q) = by_handle(&mp, dev, m.ino(), generation(&f)) {
+                assert_eq!(fs::canonicalize(q).unwrap(), fs::canonicalize(&p).unwrap());
+            }
+        }
         if mount_point(dev).is_some_and(|mp| dir.path().starts_with(mp)) {
             let found = by_walk(dev, &HashSet::from([m.ino()]));
             assert_eq!(

@@ -38,6 +38,7 @@ struct pending {
 	s64 pos;   /* -1: use f_pos */
 	u64 ino;
 	u32 dev;
+	u32 gen;
 	u8 op;
 	u8 blkbits;
 };
@@ -54,7 +55,8 @@ struct event {
 	u8 op;
 	u8 direct;
 	u8 blkbits;
-	u8 pad[5];
+	u8 pad;
+	u32 gen;   /* i_generation: with ino, a file handle for open_by_handle_at */
 };
 
 struct {
@@ -156,6 +158,7 @@ static __always_inline int on_enter(u64 fd, s64 pos, u8 op)
 	p->file = raw;
 	p->pos = pos;
 	p->ino = inode->i_ino;
+	p->gen = inode->i_generation;
 	p->dev = dev;
 	p->op = op;
 	p->blkbits = sb->s_blocksize_bits;
@@ -191,6 +194,8 @@ static __always_inline int on_exit(s64 ret)
 	e->op = p.op;
 	e->direct = (file->f_flags & O_DIRECT) != 0;
 	e->blkbits = p.blkbits;
+	e->pad = 0;
+	e->gen = p.gen;
 	/* Batch: wake the reader only when a good share of the buffer is waiting; it also
 	 * polls on a timer, so a quiet trace is still drained. */
 	u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?

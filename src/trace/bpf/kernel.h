@@ -60,6 +60,7 @@ struct inode {
 	unsigned long i_ino;
 	struct super_block *i_sb;
 	long long i_size;
+	unsigned int i_generation;
 } __attribute__((preserve_access_index));
 
 struct file {
