@@ -3,6 +3,10 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Time all fallback walks together may take at the end of a trace.
+const WALK_BUDGET: Duration = Duration::from_secs(10);
 
 use super::loader::{kernel_dev_parts, Event, TraceStats};
 use super::profile::{Profile, ProfileFile, ProfileRange, KIND};
@@ -94,8 +98,10 @@ impl Collector {
                 }
             }
         }
+        // Walks are the last resort; bound them so a trace of a big file system still ends.
+        let deadline = Instant::now() + WALK_BUDGET;
         for (dev, inos) in missing {
-            for (ino, p) in resolve::by_walk(dev, &inos) {
+            for (ino, p) in resolve::by_walk(dev, &inos, deadline) {
                 self.paths.insert((dev, ino), p);
             }
         }

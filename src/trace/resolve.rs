@@ -10,6 +10,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use super::loader::kernel_dev;
 use crate::layout::fsinfo::{FsInfo, EXT4_MAGIC, XFS_MAGIC};
@@ -130,19 +131,33 @@ pub fn by_handle(mount: &Path, dev: u32, ino: u64, gen: u32) -> ByHandle {
     let file = unsafe { OwnedFd::from_raw_fd(fd as i32) };
     match fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
         Ok(p) if p.is_absolute() && same_file(&p, dev, ino) => ByHandle::Found(p),
-        // Deleted, or a dentry not connected to the tree: only a walk can say.
-        _ => ByHandle::Unsupported,
+        _ => {
+            // Still cached but unlinked: gone. Otherwise a dentry not connected to the
+            // tree: only a walk can say.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat fills st.
+            let rc = unsafe { libc::fstat(file.as_raw_fd(), &mut st) };
+            if rc == 0 && st.st_nlink == 0 {
+                ByHandle::Gone
+            } else {
+                ByHandle::Unsupported
+            }
+        }
     }
 }
 
-/// Walk the mount of `dev` (staying on it) until every inode in `inos` has a path.
-pub fn by_walk(dev: u32, inos: &HashSet<u64>) -> HashMap<u64, PathBuf> {
+/// Walk the mount of `dev` (staying on it) until every inode in `inos` has a path or the
+/// deadline passes (a walk of a big root file system can take minutes).
+pub fn by_walk(dev: u32, inos: &HashSet<u64>, deadline: Instant) -> HashMap<u64, PathBuf> {
     let mut found = HashMap::new();
     let Some(root) = mount_point(dev) else {
         return found;
     };
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
+        if Instant::now() >= deadline {
+            break;
+        }
         let Ok(rd) = fs::read_dir(&dir) else {
             continue;
         };
@@ -196,7 +211,8 @@ mod tests {
             }
         }
         if mount_point(dev).is_some_and(|mp| dir.path().starts_with(mp)) {
-            let found = by_walk(dev, &HashSet::from([m.ino()]));
+            let deadline = Instant::now() + std::time::Duration::from_secs(60);
+            let found = by_walk(dev, &HashSet::from([m.ino()]), deadline);
             assert_eq!(
                 fs::canonicalize(&found[&m.ino()]).unwrap(),
                 fs::canonicalize(&p).unwrap()
