@@ -134,6 +134,14 @@ static __always_inline int on_enter(u64 fd, s64 pos, u8 op)
 
 	/* BTF-typed pointers: plain loads (no helper call per field), faults read as 0. */
 	struct task_struct *task = bpf_get_current_task_btf();
+	/* Storage first: a call rejected below must also clear a record an earlier call may
+	 * have left (one whose exit ran before the exit programs were attached). */
+	struct pending *p = bpf_task_storage_get(&pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
+		count_drop(1);
+		return 0;
+	}
+	p->active = 0;
 	struct fdtable *fdt = task->files->fdt;
 	if (fd >= fdt->max_fds)
 		return 0;
@@ -150,11 +158,6 @@ static __always_inline int on_enter(u64 fd, s64 pos, u8 op)
 	if (filter_dev && dev != filter_dev)
 		return 0;
 
-	struct pending *p = bpf_task_storage_get(&pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!p) {
-		count_drop(1);
-		return 0;
-	}
 	p->file = raw;
 	p->pos = pos;
 	p->ino = inode->i_ino;
