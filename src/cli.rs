@@ -43,6 +43,8 @@ pub enum Command {
     Free(FreeArgs),
     /// Draw block maps (PNG, SVG, HTML) and write FragTracer's artefacts
     Map(MapArgs),
+    /// Trace real file I/O with eBPF into a per-file access profile (needs root)
+    Trace(TraceArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -486,4 +488,74 @@ pub struct MapArgs {
     /// Output format of the summary on stdout
     #[arg(long, short = 'f', value_enum, default_value_t = MapFormat::Table)]
     pub format: MapFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceFormat {
+    /// Without --summary: the profile as JSON; with it: a table of the hottest ranges
+    Table,
+    /// Without --summary: the profile; with it: the summary as one JSON object
+    Json,
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 100.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a percentage in (0, 100]")),
+    }
+}
+
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('s').parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "duration '{s}': expected a positive number of seconds, e.g. 10 or 2.5"
+        )),
+    }
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  fragkit trace -o app.json -- ./app --flag\n  fragkit trace --pid 1234 --duration 30 --summary\n  fragkit trace --mount /data --comm rocksdb -d 60 -o db.json"
+)]
+pub struct TraceArgs {
+    /// Trace only this process and the children it forks (repeatable)
+    #[arg(long, short = 'p', value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// Trace only processes with this name (as in /proc/PID/comm; at most 15 bytes)
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+    /// Trace only processes in this cgroup v2 directory or below it
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    /// Trace only files on the file system mounted at (or containing) this path
+    #[arg(long, value_name = "MOUNTPOINT")]
+    pub mount: Option<PathBuf>,
+    /// Stop after this many seconds (default: when CMD exits, or on Ctrl-C / SIGTERM)
+    #[arg(long, short = 'd', value_name = "SECS", value_parser = seconds)]
+    pub duration: Option<f64>,
+    /// Write the profile (JSON) to this file
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the hottest files and ranges with their current fragmentation
+    #[arg(long)]
+    pub summary: bool,
+    /// Output format of what goes to stdout
+    #[arg(long, short = 'f', value_enum, default_value_t = TraceFormat::Table)]
+    pub format: TraceFormat,
+    /// Keep only the hottest PCT percent of ranges by access count
+    #[arg(long, value_name = "PCT", default_value = "100", value_parser = percent)]
+    pub hot_pct: f64,
+    /// Keep only ranges accessed at least N times
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub min_count: u64,
+    /// Request size R for the summary's extra requests per access (K, M, G suffixes)
+    #[arg(long = "request-size", short = 'r', value_name = "R", default_value = "128K", value_parser = request_size)]
+    pub request_size: u64,
+    /// Ranges the summary lists
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+    /// Command to launch and trace (with its children), after `--`
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }

@@ -14,4 +14,5 @@ pub mod render;
 pub mod report;
 pub mod scan;
 pub mod scratch;
+pub mod trace;
 pub mod units;

@@ -7,6 +7,7 @@ pub mod map;
 pub mod probe;
 pub mod scan;
 pub mod scratch;
+pub mod trace;
 
 use crate::cli::{Cli, Command};
 
@@ -19,5 +20,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Probe { action } => probe::run(action),
         Command::Free(args) => free::run(args),
         Command::Map(args) => map::run(args),
+        Command::Trace(args) => trace::run(args),
     }
 }

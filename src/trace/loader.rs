@@ -1,0 +1,376 @@
+//! Loads src/trace/bpf/fileio.bpf.c, attaches it to the read/write syscall tracepoints and
+//! drains its ring buffer until told to stop.
+//!
+//! Every attachment is a libbpf link owned by the skeleton, which lives on this module's
+//! stack: returning (normally, by error or after Ctrl-C/SIGTERM, which only set a flag)
+//! drops it and detaches everything. Nothing is pinned, so even a SIGKILLed tracer leaves
+//! nothing attached: the kernel closes the link fds with the process.
+
+use std::ffi::CString;
+use std::fs;
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
+
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/fileio.skel.rs"));
+}
+use skel::FileioSkelBuilder;
+
+/// One completed read/write-family call on a regular file (struct event in fileio.bpf.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct Event {
+    pub ino: u64,
+    pub offset: u64,
+    pub bytes: u64,
+    /// Address of the kernel's struct file: one open file description (a readahead stream).
+    pub file: u64,
+    /// i_size after the call.
+    pub size: u64,
+    /// Kernel dev_t (major << 20 | minor).
+    pub dev: u32,
+    pub tgid: u32,
+    pub op: u8,
+    pub direct: u8,
+    pub blkbits: u8,
+    pad: u8,
+    /// i_generation (with ino, what a file handle of ext4 or xfs holds).
+    pub gen: u32,
+}
+
+pub const OP_WRITE: u8 = 1;
+
+impl Event {
+    pub fn parse(data: &[u8]) -> Option<Event> {
+        if data.len() < std::mem::size_of::<Event>() {
+            return None;
+        }
+        // SAFETY: Event is plain old data and `data` holds at least one.
+        Some(unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<Event>()) })
+    }
+    pub fn is_write(&self) -> bool {
+        self.op == OP_WRITE
+    }
+    pub fn is_direct(&self) -> bool {
+        self.direct != 0
+    }
+    /// Device as "major:minor".
+    pub fn dev_string(&self) -> String {
+        let (ma, mi) = kernel_dev_parts(self.dev);
+        format!("{ma}:{mi}")
+    }
+}
+
+/// include/linux/kdev_t.h: the kernel's dev_t is major << 20 | minor.
+pub fn kernel_dev_parts(dev: u32) -> (u32, u32) {
+    (dev >> 20, dev & ((1 << 20) - 1))
+}
+
+/// A userspace st_dev as the kernel's internal dev_t.
+pub fn kernel_dev(st_dev: u64) -> u32 {
+    (libc::major(st_dev) << 20) | libc::minor(st_dev)
+}
+
+/// Which calls to record (all given filters must match).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only these processes (and their children, forked after the trace started).
+    pub pids: Vec<u32>,
+    /// Only processes whose name (comm, at most 15 bytes) is this.
+    pub comm: Option<String>,
+    /// Only processes in this cgroup v2 directory or below it.
+    pub cgroup: Option<PathBuf>,
+    /// Only files on the file system mounted here.
+    pub mount: Option<PathBuf>,
+}
+
+/// When the trace ends: on Ctrl-C/SIGTERM always, and also after a duration, or when a
+/// launched command exits.
+pub struct Stop<'a> {
+    pub signalled: &'a AtomicBool,
+    pub duration: Option<Duration>,
+    /// Called once everything is attached (before a command is launched).
+    pub on_attached: &'a dyn Fn(),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TraceStats {
+    pub duration: Duration,
+    pub events: u64,
+    /// Records lost because the ring buffer was full.
+    pub dropped_ring: u64,
+    /// Calls lost because the thread's task-local storage could not be allocated.
+    pub dropped_pending: u64,
+    /// Exit status of the launched command, if any.
+    pub command_status: Option<ExitStatus>,
+}
+
+impl TraceStats {
+    pub fn dropped(&self) -> u64 {
+        self.dropped_ring + self.dropped_pending
+    }
+}
+
+const RING_BYTES: u64 = 16 << 20;
+const POLL: Duration = Duration::from_millis(100);
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Everything the kernel must offer, checked up front so the error names what is missing.
+pub fn check_prerequisites() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("fragkit trace needs root (it loads eBPF programs: CAP_BPF and CAP_PERFMON); run it as root, e.g. with sudo");
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        bail!("kernel BTF is missing (/sys/kernel/btf/vmlinux): fragkit trace needs a kernel built with CONFIG_DEBUG_INFO_BTF");
+    }
+    let syscalls = Path::new(TRACEFS).join("events/syscalls");
+    if !syscalls.exists() {
+        // Attaching a tracepoint needs its id from tracefs; mount it where systemd would.
+        let src = CString::new("tracefs").expect("static");
+        let dst = CString::new(TRACEFS).expect("static");
+        // SAFETY: plain mount(2) with NUL-terminated strings.
+        let rc = unsafe {
+            libc::mount(
+                src.as_ptr(),
+                dst.as_ptr(),
+                src.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 && !syscalls.exists() {
+            bail!(
+                "tracefs is not mounted at {TRACEFS} and mounting it failed: {}",
+                io::Error::last_os_error()
+            );
+        }
+    }
+    if !syscalls.join("sys_enter_pread64").exists() {
+        bail!("the kernel has no syscall tracepoints ({}/sys_enter_pread64 missing): it needs CONFIG_FTRACE_SYSCALLS", syscalls.display());
+    }
+    Ok(())
+}
+
+struct CgroupTarget {
+    id: u64,
+    level: i32,
+}
+
+/// A cgroup v2 directory → (cgroup id = its inode number, depth below the cgroup2 root).
+fn cgroup_target(path: &Path) -> Result<CgroupTarget> {
+    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270; // include/uapi/linux/magic.h
+    let shown = path.display();
+    let md = fs::metadata(path).map_err(|e| anyhow!("--cgroup {shown}: {e}"))?;
+    let st = nix::sys::statfs::statfs(path).map_err(|e| anyhow!("--cgroup {shown}: {e}"))?;
+    if !md.is_dir() || st.filesystem_type().0 != CGROUP2_SUPER_MAGIC {
+        bail!("--cgroup {shown}: expected a directory on a cgroup2 file system (e.g. /sys/fs/cgroup/unified/NAME or /sys/fs/cgroup/NAME)");
+    }
+    let canon = fs::canonicalize(path)?;
+    let mut root = canon.clone();
+    // Walk up while the parent is still cgroup2: the top is the hierarchy's root (level 0).
+    while let Some(parent) = root.parent() {
+        match nix::sys::statfs::statfs(parent) {
+            Ok(s) if s.filesystem_type().0 == CGROUP2_SUPER_MAGIC => root = parent.to_path_buf(),
+            _ => break,
+        }
+    }
+    let level = canon.strip_prefix(&root).map(|p| p.components().count())?;
+    use std::os::unix::fs::MetadataExt;
+    Ok(CgroupTarget {
+        id: md.ino(),
+        level: level as i32,
+    })
+}
+
+fn comm_bytes(name: &str) -> Result<[i8; 16]> {
+    let b = name.as_bytes();
+    if b.is_empty() || b.len() > 15 || b.contains(&0) {
+        bail!("--comm '{name}': expected a process name of 1 to 15 bytes (the kernel keeps 15)");
+    }
+    let mut out = [0i8; 16];
+    for (o, &c) in out.iter_mut().zip(b) {
+        *o = c as i8;
+    }
+    Ok(out)
+}
+
+/// Trace until `stop` says so (or `command`, if given, exits), handing each record to
+/// `on_event`. The command is started after the programs are attached and traced from its
+/// first instruction (it registers itself in the pid filter before exec).
+pub fn trace(
+    filter: &Filter,
+    command: Option<&mut Command>,
+    stop: &Stop<'_>,
+    on_event: &mut dyn FnMut(&Event),
+) -> Result<TraceStats> {
+    check_prerequisites()?;
+    let cgroup = filter.cgroup.as_deref().map(cgroup_target).transpose()?;
+    let dev = match &filter.mount {
+        Some(m) => {
+            let md = fs::metadata(m).map_err(|e| anyhow!("--mount {}: {e}", m.display()))?;
+            use std::os::unix::fs::MetadataExt;
+            Some(kernel_dev(md.dev()))
+        }
+        None => None,
+    };
+    let comm = filter.comm.as_deref().map(comm_bytes).transpose()?;
+    for &pid in &filter.pids {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            bail!("--pid {pid}: no such process");
+        }
+    }
+    let by_tgid = !filter.pids.is_empty() || command.is_some();
+
+    let mut object = MaybeUninit::uninit();
+    let mut open = FileioSkelBuilder::default()
+        .open(&mut object)
+        .context("opening the eBPF object")?;
+    {
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .ok_or_else(|| anyhow!("eBPF object has no .rodata"))?;
+        ro.self_tgid = std::process::id();
+        ro.filter_tgid = by_tgid;
+        ro.follow_forks = by_tgid;
+        if let Some(c) = comm {
+            ro.filter_comm = true;
+            ro.comm = c;
+        }
+        if let Some(cg) = &cgroup {
+            ro.cgroup_id = cg.id;
+            ro.cgroup_level = cg.level;
+        }
+        ro.filter_dev = dev.unwrap_or(0);
+        ro.wakeup_bytes = RING_BYTES / 8;
+    }
+    let mut skel = open.load().map_err(|e| {
+        anyhow!("loading the eBPF programs failed: {e} (needs a kernel with CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS and BTF)")
+    })?;
+    for &pid in &filter.pids {
+        skel.maps
+            .tgids
+            .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
+            .context("seeding the pid filter")?;
+    }
+    skel.attach()
+        .map_err(|e| anyhow!("attaching to the syscall tracepoints failed: {e}"))?;
+
+    let mut events = 0u64;
+    let mut callback = |data: &[u8]| -> i32 {
+        if let Some(e) = Event::parse(data) {
+            events += 1;
+            on_event(&e);
+        }
+        0
+    };
+    let mut rb = RingBufferBuilder::new();
+    rb.add(&skel.maps.events, &mut callback)?;
+    let ring = rb.build()?;
+
+    (stop.on_attached)();
+    let started = Instant::now();
+    let mut child: Option<Child> = match command {
+        Some(cmd) => Some(spawn_traced(cmd, skel.maps.tgids.as_fd().as_raw_fd())?),
+        None => None,
+    };
+    let mut status = None;
+    loop {
+        if let Err(e) = ring.poll(POLL) {
+            if e.kind() != libbpf_rs::ErrorKind::Interrupted {
+                return Err(anyhow!("reading the ring buffer: {e}"));
+            }
+        }
+        if stop.signalled.load(Ordering::Relaxed) {
+            break;
+        }
+        if stop.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        if let Some(c) = child.as_mut() {
+            if let Some(s) = c.try_wait()? {
+                status = Some(s);
+                break;
+            }
+        }
+    }
+    let duration = started.elapsed();
+    // Detach first so the final drain sees every record that will ever arrive.
+    skel.links = Default::default();
+    ring.consume()?;
+    drop(ring);
+
+    let mut dropped = [0u64; 2];
+    for (i, d) in dropped.iter_mut().enumerate() {
+        let key = (i as u32).to_ne_bytes();
+        if let Some(per_cpu) = skel.maps.drops.lookup_percpu(&key, MapFlags::ANY)? {
+            *d = per_cpu
+                .iter()
+                .map(|v| u64::from_ne_bytes(v[..8].try_into().expect("u64 value")))
+                .sum();
+        }
+    }
+    Ok(TraceStats {
+        duration,
+        events,
+        dropped_ring: dropped[0],
+        dropped_pending: dropped[1],
+        command_status: status,
+    })
+}
+
+/// Start `cmd` so that its own pid is in the tgid filter before it runs a single instruction
+/// of the program: the child adds itself to the map between fork and exec.
+fn spawn_traced(cmd: &mut Command, tgids_fd: i32) -> Result<Child> {
+    let shown = cmd.get_program().to_string_lossy().into_owned();
+    // SAFETY: the hook only makes raw syscalls (getpid, bpf) on memory it owns.
+    unsafe {
+        cmd.pre_exec(move || {
+            let pid = libc::getpid() as u32;
+            let one = 1u8;
+            let rc = libbpf_rs::libbpf_sys::bpf_map_update_elem(
+                tgids_fd,
+                (&pid as *const u32).cast(),
+                (&one as *const u8).cast(),
+                0,
+            );
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(-rc));
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| anyhow!("cannot run {shown}: {e}"))
+}
+
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::Relaxed);
+}
+
+/// Route SIGINT and SIGTERM to a flag the trace loop checks, so both end the trace through
+/// the normal return path (programs detached, profile written).
+pub fn stop_on_signals() -> &'static AtomicBool {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+    &SIGNALLED
+}

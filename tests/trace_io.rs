@@ -1,0 +1,359 @@
+//! `fragkit trace` against known access patterns on a real scratch ext4: the profile must
+//! hold exactly the expected ranges and counts (buffered sequential reads: the readahead
+//! model, checked against what the kernel really cached, within its documented tolerance).
+
+mod common;
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, IoSliceMut, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::*;
+use fragkit::cli::FsType;
+use serde_json::Value;
+
+const G: u64 = 1 << 30;
+const K: u64 = 1 << 10;
+
+fn write_data(path: &Path, len: usize) {
+    write_file(path, len, 7);
+}
+
+/// The ranges of `name` in a profile as (offset, length, reads, writes).
+fn ranges_of(profile: &Value, dir: &Path, name: &str) -> Vec<(u64, u64, u64, u64)> {
+    let want = dir.join(name);
+    let files = profile["files"].as_array().unwrap();
+    let f = files
+        .iter()
+        .find(|f| Path::new(f["path"].as_str().unwrap()) == want)
+        .unwrap_or_else(|| panic!("{name} missing from profile: {profile:#}"));
+    let ino = std::fs::metadata(&want).unwrap().ino();
+    assert_eq!(f["ino"].as_u64().unwrap(), ino);
+    assert_eq!(f["block_size"].as_u64().unwrap(), 4096);
+    f["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let n = |k: &str| r[k].as_u64().unwrap();
+            (n("offset"), n("length"), n("reads"), n("writes"))
+        })
+        .collect()
+}
+
+/// Bytes of `path` from offset 0 that are resident in the page cache (mincore).
+fn cached_prefix(path: &Path) -> u64 {
+    let f = File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: read-only shared mapping of an open file, unmapped below.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(addr, libc::MAP_FAILED);
+    let pages = len.div_ceil(4096);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: vec has one byte per page of the mapping.
+    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    assert_eq!(rc, 0);
+    unsafe { libc::munmap(addr, len) };
+    vec.iter().take_while(|&&b| b & 1 == 1).count() as u64 * 4096
+}
+
+/// The pattern the pid-filtered trace must see (16 calls, all on the scratch fs).
+fn access_pattern(dir: &Path) {
+    // Buffered preads above 4 GiB in a sparse file: one block three times, then an
+    // unaligned read that FragPicker's 32-bit offsets and rounding would get wrong.
+    let big = File::open(dir.join("big")).unwrap();
+    let mut b = vec![0u8; 10_000];
+    for _ in 0..3 {
+        assert_eq!(big.read_at(&mut b[..4096], 5 * G + 4096).unwrap(), 4096);
+    }
+    assert_eq!(big.read_at(&mut b, 4 * G + 100).unwrap(), 10_000);
+
+    // readv from f_pos that comes up short at EOF (24 KiB asked, 12 KiB there), then preadv.
+    let mut vec = File::open(dir.join("vec")).unwrap();
+    vec.seek(SeekFrom::Start(1 << 20)).unwrap();
+    let (mut x, mut y, mut z) = ([0u8; 8192], [0u8; 8192], [0u8; 8192]);
+    let mut iov = [
+        IoSliceMut::new(&mut x),
+        IoSliceMut::new(&mut y),
+        IoSliceMut::new(&mut z),
+    ];
+    assert_eq!(vec.read_vectored(&mut iov).unwrap(), 12 * 1024);
+    let iov2 = [
+        libc::iovec {
+            iov_base: x.as_mut_ptr().cast(),
+            iov_len: 4096,
+        },
+        libc::iovec {
+            iov_base: y.as_mut_ptr().cast(),
+            iov_len: 4096,
+        },
+    ];
+    // SAFETY: two valid iovecs over stack buffers.
+    let n = unsafe { libc::preadv(vec.as_raw_fd(), iov2.as_ptr(), 2, 64 * 1024) };
+    assert_eq!(n, 8192);
+
+    // Buffered sequential reads from offset 0: the readahead model applies.
+    let mut seq = File::open(dir.join("seq")).unwrap();
+    let mut c = vec![0u8; 65536];
+    for _ in 0..4 {
+        seq.read_exact(&mut c).unwrap();
+    }
+
+    // O_DIRECT: one 128 KiB range twice, the next once (adjacent: kept apart), then read()
+    // at f_pos 512 KiB.
+    let mut direct = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dir.join("direct"))
+        .unwrap();
+    let mut buf = AlignedBuf::new(128 * 1024, 0);
+    direct.read_exact_at(buf.as_mut(), 0).unwrap();
+    direct.read_exact_at(buf.as_mut(), 0).unwrap();
+    direct.read_exact_at(buf.as_mut(), 128 * 1024).unwrap();
+    direct.seek(SeekFrom::Start(512 * 1024)).unwrap();
+    direct.read_exact(buf.as_mut()).unwrap();
+
+    // Writes: an unaligned pwrite, and an O_APPEND write (f_pos before it is not where
+    // the data goes).
+    let w = OpenOptions::new().write(true).open(dir.join("w")).unwrap();
+    w.write_all_at(&[1u8; 100], 5000).unwrap();
+    let mut log = OpenOptions::new()
+        .append(true)
+        .open(dir.join("log"))
+        .unwrap();
+    log.write_all(&[2u8; 100]).unwrap();
+}
+
+#[test]
+fn pid_trace_profiles_known_pattern_exactly() {
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = s.mountpoint().to_path_buf();
+    let big = File::create(dir.join("big")).unwrap();
+    big.write_all_at(&[9u8; 65536], 5 * G).unwrap();
+    big.set_len(6 * G).unwrap();
+    write_data(&dir.join("vec"), (1 << 20) + 12 * 1024);
+    write_data(&dir.join("seq"), 8 << 20);
+    write_data(&dir.join("direct"), 1 << 20);
+    write_data(&dir.join("w"), 65536);
+    write_data(&dir.join("log"), 65536);
+    drop(big);
+    drop_caches();
+
+    let out = tempfile::tempdir().unwrap();
+    let prof = out.path().join("profile.json");
+    let mut tracer = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(["trace", "--pid", &std::process::id().to_string(), "--mount"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&prof)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(tracer.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("tracing"), "tracer did not start: {line}");
+
+    access_pattern(&dir);
+    let cached = cached_prefix(&dir.join("seq"));
+
+    // SIGTERM ends the trace through the normal path: profile written, exit status 0.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let status = tracer.wait().unwrap();
+    assert!(status.success(), "tracer failed: {line}{rest}");
+
+    let p: Value = serde_json::from_slice(&std::fs::read(&prof).unwrap()).unwrap();
+    assert_eq!(p["version"], 1);
+    assert_eq!(p["kind"], "fragkit-trace-profile");
+    assert_eq!(p["dropped"], 0);
+    assert_eq!(p["events"], 16, "{p:#}");
+    assert_eq!(p["files"].as_array().unwrap().len(), 6, "{p:#}");
+
+    assert_eq!(
+        ranges_of(&p, &dir, "big"),
+        vec![(4 * G, 12 * K, 1, 0), (5 * G + 4 * K, 4 * K, 3, 0)]
+    );
+    assert_eq!(
+        ranges_of(&p, &dir, "vec"),
+        vec![(64 * K, 8 * K, 1, 0), (1 << 20, 12 * K, 1, 0)]
+    );
+    assert_eq!(
+        ranges_of(&p, &dir, "direct"),
+        vec![
+            (0, 128 * K, 2, 0),
+            (128 * K, 128 * K, 1, 0),
+            (512 * K, 128 * K, 1, 0)
+        ]
+    );
+    assert_eq!(ranges_of(&p, &dir, "w"), vec![(4 * K, 4 * K, 0, 1)]);
+    assert_eq!(ranges_of(&p, &dir, "log"), vec![(64 * K, 4 * K, 0, 1)]);
+
+    // Readahead model: the kernel's window ramp for 64 KiB reads with the device's real
+    // read_ahead_kb, replayed by the library; the kernel's real cached prefix lies within the
+    // documented tolerance (one read_ahead_kb) of the model's end.
+    let dev = &s.device_name();
+    let ra: u64 = std::fs::read_to_string(format!("/sys/block/{dev}/queue/read_ahead_kb"))
+        .unwrap()
+        .trim()
+        .parse::<u64>()
+        .unwrap()
+        * K;
+    let mut streams = fragkit::trace::ranges::Streams::default();
+    let model_end = (0..4)
+        .map(|k| streams.read(1, k * 64 * K, 64 * K, ra).unwrap())
+        .max()
+        .unwrap()
+        .min(8 << 20);
+    assert!(model_end >= 256 * K);
+    eprintln!("readahead: ra {ra}, model end {model_end}, kernel cached prefix {cached}");
+    assert_eq!(ranges_of(&p, &dir, "seq"), vec![(0, model_end, 4, 0)]);
+    assert!(
+        cached >= 256 * K && cached.abs_diff(model_end) <= ra,
+        "kernel cached {cached} bytes, model says {model_end} (ra {ra})"
+    );
+}
+
+#[test]
+fn launched_command_is_traced_from_its_first_read() {
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = s.mountpoint().to_path_buf();
+    let big = File::create(dir.join("big")).unwrap();
+    big.set_len(6 * G).unwrap();
+    drop(big);
+    write_data(&dir.join("data"), 1 << 20);
+    let out = tempfile::tempdir().unwrap();
+    let prof = out.path().join("p.json");
+    // dd: O_DIRECT read() at f_pos above 4 GiB (two adjacent blocks), then a child shell's
+    // dd reading a whole file in 128 KiB O_DIRECT requests.
+    let script = format!(
+        "dd if={d}/big of=/dev/null bs=4096 skip=1310721 count=2 iflag=direct status=none && \
+         sh -c 'dd if={d}/data of=/dev/null bs=128K iflag=direct status=none'",
+        d = dir.display()
+    );
+    let o = fragkit(&[
+        "trace",
+        "--mount",
+        dir.to_str().unwrap(),
+        "-o",
+        prof.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: Value = serde_json::from_slice(&std::fs::read(&prof).unwrap()).unwrap();
+    assert_eq!(
+        ranges_of(&p, &dir, "big"),
+        vec![(5 * G + 4 * K, 4 * K, 1, 0), (5 * G + 8 * K, 4 * K, 1, 0)]
+    );
+    let want: Vec<_> = (0..8).map(|i| (i * 128 * K, 128 * K, 1, 0)).collect();
+    assert_eq!(ranges_of(&p, &dir, "data"), want);
+    assert_eq!(p["events"], 10);
+
+    // --summary: the current fragmentation of each hot range, checked against the kernel's
+    // own extent list (filefrag -v). Interleaved O_DIRECT appends split inter-a at least
+    // where its first two 64 KiB chunks went to different places.
+    interleaved_direct_appends(&[dir.join("inter-a"), dir.join("inter-b")], 64 << 10, 8);
+    let sum = fragkit_json(&[
+        "trace",
+        "--mount",
+        dir.to_str().unwrap(),
+        "--summary",
+        "-f",
+        "json",
+        "--",
+        "dd",
+        &format!("if={}/inter-a", dir.display()),
+        "of=/dev/null",
+        "bs=128K",
+        "iflag=direct",
+        "status=none",
+    ]);
+    assert_eq!(sum["kind"], "fragkit-trace-summary");
+    let (bs, extents) = filefrag_extents(&dir.join("inter-a"));
+    // Physically contiguous extents are one fragment.
+    let mut frags: Vec<(u64, u64)> = Vec::new(); // (logical start, end) in bytes
+    let mut prev_phys_end = None;
+    for e in &extents {
+        let (l, p, n) = (e.logical * bs, e.physical * bs, e.length * bs);
+        match frags.last_mut() {
+            Some(f) if prev_phys_end == Some(p) && f.1 == l => f.1 = l + n,
+            _ => frags.push((l, l + n)),
+        }
+        prev_phys_end = Some(p + n);
+    }
+    let ranges = sum["ranges"].as_array().unwrap();
+    assert_eq!(ranges.len(), 4, "{sum:#}");
+    let mut extra_total = 0;
+    for r in ranges {
+        let off = r["offset"].as_u64().unwrap();
+        assert_eq!(r["length"], 128 * K);
+        assert_eq!(r["reads"], 1);
+        let touching = frags
+            .iter()
+            .filter(|f| f.0 < off + 128 * K && f.1 > off)
+            .count() as u64;
+        assert_eq!(r["fragments"], touching, "{sum:#} vs {extents:?}");
+        // Each range is one aligned 128 KiB window: one request per fragment in it.
+        assert_eq!(r["extra_requests_per_access"], touching - 1);
+        extra_total += touching - 1;
+    }
+    assert!(extra_total >= 1, "inter-a is not fragmented: {extents:?}");
+
+    // The exit status of the command is fragkit's.
+    let o = fragkit(&[
+        "trace",
+        "--mount",
+        dir.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+}
+
+#[test]
+fn bad_filters_fail_with_one_line_naming_the_input() {
+    require_root();
+    for (args, want) in [
+        (
+            vec!["trace", "--comm", "a-name-longer-than-15", "-d", "1"],
+            "--comm",
+        ),
+        (
+            vec!["trace", "--cgroup", "/proc", "-d", "1"],
+            "--cgroup /proc",
+        ),
+        (
+            vec!["trace", "--mount", "/no/such/dir", "-d", "1"],
+            "--mount /no/such/dir",
+        ),
+        (vec!["trace", "--hot-pct", "0"], "percentage"),
+    ] {
+        let o = fragkit(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(want) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
