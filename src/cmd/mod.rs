@@ -1,5 +1,6 @@
 //! One function per subcommand; each returns the process exit status.
 
+pub mod age;
 pub mod scan;
 pub mod scratch;
 
@@ -9,5 +10,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Scan(args) => scan::run(args),
         Command::Scratch { action } => scratch::run(action),
+        Command::Age { action } => age::run(action),
     }
 }
