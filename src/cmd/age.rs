@@ -113,6 +113,44 @@ pub fn run(action: AgeAction) -> Result<i32> {
             }
             Ok(0)
         }
+        AgeAction::Hypothetical(a) => {
+            let spec = age::hypothetical::HypotheticalSpec {
+                path: a.file,
+                mode: a.mode,
+                pattern: a.pattern,
+                chunk: a.chunk,
+                stripe: a.stripe,
+                size: a.size,
+                direct: a.direct,
+                tune: !a.no_tune,
+                keep_dummies: a.keep_dummies,
+                seed: a.seed,
+            };
+            let r = age::hypothetical::build(&spec)?;
+            match a.format {
+                InfoFormat::Json => print_json(&r)?,
+                InfoFormat::Table => println!(
+                    "{}: {} {} {} chunks of {} (stripe {}) on {} [{}{}]: {} fragments, distances {}..{}",
+                    r.achieved.path.display(),
+                    r.mode,
+                    r.pattern,
+                    r.chunks,
+                    HumanBytes(r.chunk),
+                    HumanBytes(r.stripe),
+                    r.setup.fs,
+                    r.setup.mount_options,
+                    r.setup
+                        .tunables
+                        .iter()
+                        .map(|(k, v)| format!("; {k}={v}"))
+                        .collect::<String>(),
+                    r.achieved.fragments,
+                    HumanBytes(r.achieved.frag_distances.min),
+                    HumanBytes(r.achieved.frag_distances.max),
+                ),
+            }
+            Ok(0)
+        }
         _ => anyhow::bail!("this age subcommand is not available yet"),
     }
 }
