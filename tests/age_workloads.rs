@@ -43,3 +43,20 @@ fn hypothetical_worst_append_gives_256_fragments_on_ext4_nodelalloc() {
     let knob = std::fs::read_to_string(format!("/sys/fs/ext4/{dev}/mb_stream_req")).unwrap();
     assert_eq!(knob.trim(), "16");
 }
+
+#[test]
+fn fragpicker_synthetic_interleaves_exactly_on_btrfs_and_xfs() {
+    for (fs, size) in [(FsType::Btrfs, 256u64 << 20), (FsType::Xfs, 320 << 20)] {
+        let s = scratch(fs, size, &[]);
+        let r = fragkit::age::fragpicker::synthetic(&s.mountpoint().join("syn"), 4, 1 << 20, 3)
+            .unwrap();
+        assert_eq!(r.rounds, 4);
+        assert_eq!(r.expected_fragments_per_file, 132);
+        for f in &r.files {
+            assert_eq!(f.size, 1 << 20);
+            assert_eq!(f.fragments, 132, "{} {}", fs.name(), f.path.display());
+            assert_eq!(f.frag_sizes.min, 4096);
+            assert_eq!(f.frag_sizes.max, 128 << 10);
+        }
+    }
+}
