@@ -60,3 +60,47 @@ fn fragpicker_synthetic_interleaves_exactly_on_btrfs_and_xfs() {
         }
     }
 }
+
+#[test]
+fn profile_records_a_time_series_and_repeats_with_the_seed() {
+    use fragkit::age::profile::{run, ProfileSpec, SizeProfile};
+    let mut digests = Vec::new();
+    for _ in 0..2 {
+        let s = scratch(FsType::Ext4, 256 << 20, &[]);
+        let r = run(&ProfileSpec {
+            target: s.mountpoint().to_path_buf(),
+            fullness_pct: 60.0,
+            sizes: SizeProfile::load("office").unwrap(),
+            churn: 0.5,
+            steps: 4,
+            seed: 21,
+            force: false,
+            progress: false,
+        })
+        .unwrap();
+        assert_eq!(r.series.len(), 5, "one point after the fill, one per step");
+        assert!(r.files_deleted > 0 && r.files_created > r.files_deleted);
+        assert!(r.bytes_written as f64 >= 0.5 * r.capacity as f64);
+        for p in &r.series {
+            assert!((0.0..=1.0).contains(&p.layout_score));
+            assert!(
+                p.used_pct < 65.0 && p.used_pct > 45.0,
+                "step {}: {:.1}%",
+                p.step,
+                p.used_pct
+            );
+            let fs = p.free_space.as_ref().expect("GETFSMAP on ext4");
+            assert_eq!(fs.source, "getfsmap");
+            assert!(fs.extents.count > 0);
+        }
+        // Churn fragments free space: more free extents at the end than after the fill.
+        assert!(
+            r.series[4].free_space.as_ref().unwrap().extents.count
+                > r.series[0].free_space.as_ref().unwrap().extents.count
+        );
+        let steps: Vec<u64> = r.series.iter().map(|p| p.churn_bytes).collect();
+        assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+        digests.push((r.file_set_digest.clone(), r.files_created, r.files_deleted));
+    }
+    assert_eq!(digests[0], digests[1], "same seed, same file set");
+}

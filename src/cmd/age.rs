@@ -170,6 +170,50 @@ pub fn run(action: AgeAction) -> Result<i32> {
             }
             Ok(0)
         }
-        _ => anyhow::bail!("this age subcommand is not available yet"),
+        AgeAction::Profile(a) => {
+            let spec = age::profile::ProfileSpec {
+                target: a.target,
+                fullness_pct: a.fullness,
+                sizes: age::profile::SizeProfile::load(&a.sizes)?,
+                churn: a.churn,
+                steps: a.steps,
+                seed: a.seed,
+                force: a.force,
+                progress: true,
+            };
+            let r = age::profile::run(&spec)?;
+            match a.format {
+                InfoFormat::Json => print_json(&r)?,
+                InfoFormat::Table => {
+                    println!(
+                        "step  churn_written  files  used%  layout_score  fragments  free_extents"
+                    );
+                    for p in &r.series {
+                        println!(
+                            "{:>4}  {:>13}  {:>5}  {:>5.1}  {:>12.4}  {:>9}  {:>12}",
+                            p.step,
+                            HumanBytes(p.churn_bytes).to_string(),
+                            p.files,
+                            p.used_pct,
+                            p.layout_score,
+                            p.fragments,
+                            p.free_space
+                                .as_ref()
+                                .map_or("-".to_string(), |f| f.extents.count.to_string())
+                        );
+                    }
+                    println!(
+                        "profile {} (seed {}): {} created, {} deleted, {} written, file set {}",
+                        r.profile.name,
+                        r.seed,
+                        r.files_created,
+                        r.files_deleted,
+                        HumanBytes(r.bytes_written),
+                        r.file_set_digest
+                    );
+                }
+            }
+            Ok(0)
+        }
     }
 }
