@@ -28,7 +28,7 @@ fn fidelity_on(fs: FsType, distances: &[u64], frag_sizes: &[u64]) {
             };
             let r = build(&spec).unwrap_or_else(|e| panic!("{} F={f} D={d}: {e:#}", fs.name()));
             let expected = match fs {
-                FsType::Btrfs => Technique::Interleave,
+                FsType::Btrfs => Technique::Reflink,
                 _ => Technique::FillAndPunch,
             };
             assert_eq!(r.technique, expected);
@@ -82,13 +82,7 @@ fn layout_fidelity_xfs_4k_far() {
 
 #[test]
 fn layout_fidelity_btrfs() {
-    fidelity_on(FsType::Btrfs, &[4 * K], &ALL_F);
-}
-
-#[test]
-#[ignore = "known gap: on btrfs a far D (1M) still gives one contiguous target (allocator hint)"]
-fn layout_fidelity_btrfs_far() {
-    fidelity_on(FsType::Btrfs, &[1024 * K], &ALL_F);
+    fidelity_on(FsType::Btrfs, &[4 * K, 1024 * K], &ALL_F);
 }
 
 #[test]

@@ -1,17 +1,22 @@
 //! Exact layouts: a file whose fragments are F bytes with D bytes between consecutive
 //! fragments (FragPicker's motivation experiment), on the file system the caller cares about.
 //!
-//! Two techniques, chosen by file system:
+//! Three techniques, chosen by file system:
 //! - **fill-and-punch** (ext4, xfs): these allocators keep a file contiguous whenever they
 //!   can (goal blocks, per-inode preallocation), so interleaving alone does not fragment.
-//!   fragkit fills every free block with fallocated filler files, then punches holes of F
-//!   bytes at a stride of F+D inside one physically contiguous filler run, and writes the
-//!   target with O_DIRECT one fragment at a time: the only free space is the next holes,
-//!   so the allocator has no choice. Fillers are deleted afterwards.
-//! - **interleave** (btrfs, f2fs and others): copy-on-write and log-structured allocators
-//!   hand out space in write order, so alternating O_DIRECT writes of F bytes to the target
-//!   and D bytes to a spacer file lay the target out directly. The spacer is deleted
-//!   afterwards.
+//!   fragkit preallocates one contiguous pattern region and writes its D-byte spacers
+//!   (the F-byte pieces stay unwritten, so each is an extent of its own), fills every other
+//!   free block, then frees one F piece at a time (committing the free) and fallocates +
+//!   writes the next fragment of the target into it: the allocator has no other choice.
+//!   ext4's reserved_clusters and the xfs reserve pool are emptied meanwhile and restored;
+//!   a few single-block reserve files are freed only when the kernel needs a block for the
+//!   target's extent tree. Everything but the target is deleted afterwards.
+//! - **reflink** (btrfs): btrfs puts a file's next extent after its own previous one, and
+//!   keeps allocations of different size classes in different block groups. fragkit writes
+//!   one pattern file in order (F, D, F, D, ... in O_DIRECT writes below 128 KiB), clones
+//!   the F pieces into the target with FICLONERANGE and deletes the pattern.
+//! - **interleave** (others, e.g. f2fs): alternating O_DIRECT writes of F bytes to the
+//!   target and D bytes to a spacer file, which log-structured allocators place in order.
 //!
 //! Either way the result is mapped with FIEMAP and checked fragment by fragment.
 
@@ -54,6 +59,9 @@ pub struct LayoutSpec {
 #[serde(rename_all = "snake_case")]
 pub enum Technique {
     FillAndPunch,
+    /// Write F and D pieces alternately into one pattern file (each its own extent, in
+    /// order), clone the F pieces into the target, delete the pattern (btrfs).
+    Reflink,
     Interleave,
 }
 
@@ -133,9 +141,9 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
     let n = spec.size.div_ceil(spec.frag_size);
     let technique = match info.magic {
         EXT4_MAGIC | XFS_MAGIC => Technique::FillAndPunch,
-        // TODO: fill-and-punch on btrfs (the pattern branch below) does not yet hold far
-        // distances either: its fill leaves free space; interleave is exact for D = 4K.
-        BTRFS_MAGIC => Technique::Interleave,
+        // btrfs places a file's next extent after its own previous one, so interleaving
+        // two files only works for small D; a single pattern file is laid out in order.
+        BTRFS_MAGIC => Technique::Reflink,
         _ => Technique::Interleave,
     };
     let _ = fs::remove_file(&spec.path);
@@ -145,6 +153,7 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
             super::require_scratch(&dir, spec.force, "age layout on ext4/xfs (fill-and-punch)")?;
             fill_and_punch(spec, &dir, bs, info.magic, pb.as_ref())?
         }
+        Technique::Reflink => reflink(spec, &dir, pb.as_ref())?,
         Technique::Interleave => interleave(spec, &dir, pb.as_ref())?,
     }
     if let Some(pb) = pb {
@@ -216,6 +225,60 @@ fn interleave(spec: &LayoutSpec, dir: &Path, pb: Option<&indicatif::ProgressBar>
             pb.inc(1);
         }
     }
+    target.sync_all()?;
+    Ok(())
+}
+
+/// Largest write that stays in btrfs's "small" allocation size class.
+const BTRFS_SMALL_WRITE: u64 = 64 * 1024;
+
+/// One pattern file written in order (F, D, F, D, ... each its own O_DIRECT write), then
+/// its F pieces cloned into the target: the target's extents are exactly those pieces.
+fn reflink(spec: &LayoutSpec, dir: &Path, pb: Option<&indicatif::ProgressBar>) -> Result<()> {
+    let f = spec.frag_size;
+    let d = spec.frag_distance;
+    let n = spec.size.div_ceil(f);
+    let stride = f + d;
+    let pattern_path = dir.join(format!(".fragkit-layout-pattern.{}", std::process::id()));
+    let _cleanup = RemoveOnDrop(vec![pattern_path.clone()]);
+    let pattern = open_direct(&pattern_path)?;
+    let buf = DirectBuf::new(BTRFS_SMALL_WRITE as usize, spec.seed);
+    // btrfs sorts data allocations into size classes (< 128 KiB, < 8 MiB, larger) kept in
+    // different block groups: writing everything in pieces below 128 KiB keeps the F and
+    // D pieces in one block group, in write order.
+    let write_piece = |off: u64, len: u64| -> Result<()> {
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(BTRFS_SMALL_WRITE);
+            write_all_at(&pattern, &buf.as_slice()[..n as usize], off + done)
+                .map_err(|e| io_err(e, &pattern_path, "write"))?;
+            done += n;
+        }
+        Ok(())
+    };
+    for k in 0..n {
+        write_piece(k * stride, f.min(spec.size - k * f))?;
+        if k + 1 < n {
+            write_piece(k * stride + f, d)?;
+        }
+    }
+    pattern.sync_all()?;
+    let src = File::open(&pattern_path)?;
+    let target = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&spec.path)
+        .with_context(|| format!("{}: cannot create", spec.path.display()))?;
+    for k in 0..n {
+        let len = f.min(spec.size - k * f);
+        super::clone::clone_range(&src, k * stride, len, &target, k * f)
+            .map_err(|e| io_err(e, &spec.path, "FICLONERANGE"))?;
+        if let Some(pb) = pb {
+            pb.inc(1);
+        }
+    }
+    target.set_len(spec.size)?;
     target.sync_all()?;
     Ok(())
 }
@@ -320,29 +383,7 @@ fn fill_and_punch(
     };
     let span = (n - 1) * stride + len_of(n - 1);
     let spacer_buf = DirectBuf::new(f.max(d) as usize, spec.seed ^ 1);
-    let pattern = if magic == BTRFS_MAGIC {
-        // btrfs cannot free part of an extent: write every piece as its own extent, in
-        // order (it places a file's next extent right after its previous one).
-        drop(holes);
-        let pattern = open_direct(&work.join("holes"))?;
-        for k in 0..n {
-            write_all_at(
-                &pattern,
-                &spacer_buf.as_slice()[..len_of(k) as usize],
-                k * stride,
-            )
-            .map_err(|e| io_err(e, &work, "writing the pattern"))?;
-            if k + 1 < n {
-                write_all_at(
-                    &pattern,
-                    &spacer_buf.as_slice()[..d as usize],
-                    k * stride + f,
-                )
-                .map_err(|e| io_err(e, &work, "writing the pattern"))?;
-            }
-        }
-        pattern
-    } else {
+    let pattern = {
         falloc(&holes, 0, span, "pattern")?;
         drop(holes);
         let pattern = OpenOptions::new()

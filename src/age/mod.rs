@@ -6,6 +6,7 @@
 //! [`layout::build`], [`fragpicker::synthetic`], [`hypothetical::build`], [`paf::run`],
 //! [`profile::run`].
 
+pub mod clone;
 pub mod fragpicker;
 pub mod freespace;
 pub mod fstune;
