@@ -304,14 +304,15 @@ fn fill_free_space(fill_dir: &Path, bs: u64) -> Result<(PathBuf, File)> {
     let usage = super::FsUsage::of(fill_dir)?;
     let mut chunk = (usage.free / bs).next_power_of_two() * bs;
     let path = fill_dir.join("fill");
+    // Not truncated: a second pass continues the first one's file.
     let f = OpenOptions::new()
         .create(true)
-        .truncate(true)
+        .truncate(false)
         .read(true)
         .write(true)
         .open(&path)
         .with_context(|| format!("{}: cannot create filler", path.display()))?;
-    let mut end = 0u64;
+    let mut end = f.metadata()?.len();
     while chunk >= bs {
         match super::fallocate(&f, 0, end, chunk) {
             Ok(()) => end += chunk,
@@ -414,6 +415,13 @@ fn fill_and_punch(
         spacer_end += bs;
     }
     // 2. Take every other free block.
+    // Space freed just before (earlier runs, the pattern's own writes) may still be
+    // "busy" until the log commits and then escape the fill: commit, fill, commit, and
+    // fill what was released.
+    let fd = holes.as_raw_fd();
+    nix::unistd::syncfs(fd)?;
+    let _fill = fill_free_space(&work, bs)?;
+    nix::unistd::syncfs(fd)?;
     let _fill = fill_free_space(&work, bs)?;
     // 3. Free one piece of `holes` at a time and allocate the next fragment into it.
     let buf = DirectBuf::new(f as usize, spec.seed);
