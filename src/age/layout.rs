@@ -11,7 +11,7 @@
 //!   ext4's reserved_clusters and the xfs reserve pool are emptied meanwhile and restored;
 //!   a few single-block reserve files are freed only when the kernel needs a block for the
 //!   target's extent tree. Everything but the target is deleted afterwards.
-//! - **reflink** (btrfs): btrfs puts a file's next extent after its own previous one, and
+//! - **reflink** (btrfs; xfs when F is one block): btrfs puts a file's next extent after its own previous one, and
 //!   keeps allocations of different size classes in different block groups. fragkit writes
 //!   one pattern file in order (F, D, F, D, ... in O_DIRECT writes below 128 KiB), clones
 //!   the F pieces into the target with FICLONERANGE and deletes the pattern.
@@ -140,7 +140,12 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
     require_block_multiple("--frag-distance", spec.frag_distance, bs)?;
     let n = spec.size.div_ceil(spec.frag_size);
     let technique = match info.magic {
-        EXT4_MAGIC | XFS_MAGIC => Technique::FillAndPunch,
+        EXT4_MAGIC => Technique::FillAndPunch,
+        // xfs holds back some single free blocks (per-AG reservations) that fill-and-punch
+        // cannot take but a one-block allocation may get; a reflinked pattern allocates
+        // nothing for the target, so use it there (xfs has reflink by default).
+        XFS_MAGIC if spec.frag_size == bs => Technique::Reflink,
+        XFS_MAGIC => Technique::FillAndPunch,
         // btrfs places a file's next extent after its own previous one, so interleaving
         // two files only works for small D; a single pattern file is laid out in order.
         BTRFS_MAGIC => Technique::Reflink,
