@@ -155,7 +155,11 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
     let pb = spec.progress.then(|| super::progress_bar(n, "age layout"));
     match technique {
         Technique::FillAndPunch => {
-            super::require_scratch(&dir, spec.force, "age layout on ext4/xfs (fill-and-punch)")?;
+            super::require_scratch(
+                &dir,
+                spec.force,
+                "age layout (fill-and-punch fills every free block)",
+            )?;
             fill_and_punch(spec, &dir, bs, info.magic, pb.as_ref())?
         }
         Technique::Reflink => reflink(spec, &dir, pb.as_ref())?,

@@ -183,9 +183,9 @@ pub fn require_scratch(path: &Path, force: bool, what: &str) -> Result<()> {
         return Ok(());
     }
     let mp = mount_point_of(path)?;
-    crate::scratch::Scratch::open_existing(&mp).map_err(|e| {
+    crate::scratch::Scratch::open_existing(&mp).map_err(|_| {
         anyhow!(
-            "{what} fills the whole file system at {}, which is not a fragkit scratch file system ({e:#}); \
+            "{what} changes the whole file system at {}, which is not a fragkit scratch file system; \
              use `fragkit scratch create` or pass --force",
             mp.display()
         )

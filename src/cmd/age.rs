@@ -70,7 +70,16 @@ pub fn run(action: AgeAction) -> Result<i32> {
             match a.format {
                 InfoFormat::Json => print_json(&r)?,
                 InfoFormat::Table => {
-                    for g in &r.generations {
+                    for g in r.generations.iter().filter(|_| r.dry_run) {
+                        println!(
+                            "generation {} (planned): {} files of {}, then delete {}",
+                            g.generation,
+                            g.files_written,
+                            HumanBytes(g.file_size),
+                            g.files_deleted
+                        );
+                    }
+                    for g in r.generations.iter().filter(|_| !r.dry_run) {
                         println!(
                             "generation {}: {} files of {} ({} at {}/s), {:.1}% -> {:.1}% full, deleted {} -> {:.1}%",
                             g.generation,
