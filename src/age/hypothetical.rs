@@ -11,7 +11,8 @@
 //! allocation comes from the shared locality-group preallocation, in write order). fragkit
 //! sets `mb_stream_req` the same way for the run on ext4 (restored afterwards; `tune: false`
 //! leaves it), fdatasyncs every chunk and dummy as the artifact did (which also forces
-//! allocation under delalloc), and reports the mount options it ran under. It does not
+//! allocation under delalloc), pins the writing thread to one CPU (ext4's preallocation
+//! pools are per CPU; the artifact used numactl), and reports the mount options it ran under. It does not
 //! reformat or remount: use `fragkit scratch create --mount-options nodelalloc` for the
 //! artifact's exact mount.
 
@@ -59,6 +60,8 @@ pub struct FsSetup {
     pub tunables: Vec<(String, String)>,
     pub direct: bool,
     pub fdatasync_each_write: bool,
+    /// The writing thread was pinned to one CPU (ext4 preallocation pools are per CPU).
+    pub pinned_to_one_cpu: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,6 +124,43 @@ pub fn mount_options(path: &Path) -> String {
         }
     }
     best.1
+}
+
+/// Pins the calling thread to the CPU it runs on; the old affinity comes back on drop.
+/// ext4's locality-group preallocation is per CPU: a thread that migrates between the
+/// chunk and the dummy writes draws them from different pools (the artifact ran under
+/// `numactl --cpubind` for the same reason).
+struct CpuPin(Option<libc::cpu_set_t>);
+
+impl CpuPin {
+    fn current() -> CpuPin {
+        // SAFETY: cpu_set_t is plain data; the calls fill or read it for this thread (0).
+        unsafe {
+            let mut old: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) < 0 {
+                return CpuPin(None);
+            }
+            let cpu = libc::sched_getcpu();
+            if cpu < 0 {
+                return CpuPin(None);
+            }
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut one);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) < 0 {
+                return CpuPin(None);
+            }
+            CpuPin(Some(old))
+        }
+    }
+}
+
+impl Drop for CpuPin {
+    fn drop(&mut self) {
+        if let Some(old) = &self.0 {
+            // SAFETY: restores the mask read in current().
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
+        }
+    }
 }
 
 /// Run the workload in `spec` and verify the target with FIEMAP.
@@ -193,6 +233,7 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
     }
     let mut rng = seeded_rng(spec.seed);
     let mut dummy_bytes = 0;
+    let pin = CpuPin::current();
     let pb = super::progress_bar(n, "age hypothetical");
     for i in 0..n {
         write_all_at(&target, &buf.as_slice()[..g as usize], i * g)
@@ -214,6 +255,8 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
         pb.inc(1);
     }
     pb.finish_and_clear();
+    let pinned = pin.0.is_some();
+    drop(pin);
     target.sync_all()?;
     drop(target);
     let achieved = check_file(&spec.path)?;
@@ -238,6 +281,7 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
             tunables,
             direct: spec.direct,
             fdatasync_each_write: true,
+            pinned_to_one_cpu: pinned,
         },
         achieved,
         elapsed_seconds: start.elapsed().as_secs_f64(),
