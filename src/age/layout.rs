@@ -211,9 +211,8 @@ fn interleave(spec: &LayoutSpec, dir: &Path, pb: Option<&indicatif::ProgressBar>
     let spacer = open_direct(&spacer_path)?;
     let _cleanup = RemoveOnDrop(vec![spacer_path.clone()]);
     let buf = DirectBuf::new(spec.frag_size.max(spec.frag_distance) as usize, spec.seed);
-    // btrfs allocates a file's next extent at the first free space after its previous
-    // one: an anchor block of spacer first, so the spacer's next piece lands right after
-    // each target piece rather than wherever a fresh file starts.
+    // An anchor block of spacer first, so that an allocator placing a file's next extent
+    // after its previous one puts each spacer piece right after a target piece.
     let anchor = 4096usize.min(buf.len());
     write_all_at(&spacer, &buf.as_slice()[..anchor], 0)
         .with_context(|| format!("{}: write", spacer_path.display()))?;
