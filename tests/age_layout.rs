@@ -94,3 +94,35 @@ fn layout_refuses_sizes_off_the_block_grid() {
     let e = build(&spec).unwrap_err().to_string();
     assert!(e.contains("--frag-size 6000") && e.contains("4096"), "{e}");
 }
+
+#[test]
+fn layout_cli_json_reports_requested_and_achieved() {
+    let s = scratch(FsType::Btrfs, 256 << 20, &[]);
+    let path = s.mountpoint().join("cli");
+    let v = fragkit_json(&[
+        "age",
+        "layout",
+        path.to_str().unwrap(),
+        "--size",
+        "1M",
+        "--frag-size",
+        "64K",
+        "--frag-distance",
+        "128K",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["technique"], "reflink");
+    assert_eq!(v["requested"]["fragments"], 16);
+    assert_eq!(v["requested"]["frag_distance"], 131072);
+    assert_eq!(
+        v["achieved"]["fragments"],
+        v["fragments"].as_array().unwrap().len()
+    );
+    assert_eq!(v["achieved"]["frag_sizes"]["min"], 65536);
+    assert!(v["distance_fidelity"].as_f64().unwrap() >= 0.9);
+    // fragkit scan agrees with the generator's own check.
+    let scan = fragkit_json(&["scan", path.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(scan["files"][0]["fragments"], v["achieved"]["fragments"]);
+}
