@@ -45,6 +45,11 @@ pub enum Command {
     Map(MapArgs),
     /// Trace real file I/O with eBPF into a per-file access profile (needs root)
     Trace(TraceArgs),
+    /// Make fragmentation on purpose: exact layouts, the seeds' workloads, PaF and profile aging
+    Age {
+        #[command(subcommand)]
+        action: AgeAction,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -558,4 +563,156 @@ pub struct TraceArgs {
     /// Command to launch and trace (with its children), after `--`
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AgeAction {
+    /// A file whose fragments are F bytes with D bytes between them (fill-and-punch on
+    /// ext4/xfs, interleaved O_DIRECT writes with a spacer on btrfs/f2fs)
+    Layout(AgeLayoutArgs),
+    /// FragPicker's synthetic workload: round-robin 4 KiB O_DIRECT appends across files
+    FragpickerSynthetic(AgeFragpickerArgs),
+    /// The FAST'24 hypothetical workload: chunk, fdatasync, dummy file, repeated
+    Hypothetical(AgeHypotheticalArgs),
+    /// Seagate's Populate-and-Fragment aging from a spec such as PAF:70.30:67005@264M
+    Paf(AgePafArgs),
+    /// Geriatrix-style profile aging with a layout-score and free-space time series
+    Profile(AgeProfileArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AgeLayoutArgs {
+    /// The file to create (replaced if it exists)
+    pub file: PathBuf,
+    /// File size (K, M, G suffixes)
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub size: u64,
+    /// Bytes per fragment F
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub frag_size: u64,
+    /// Bytes between consecutive fragments D
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub frag_distance: u64,
+    /// Seed of the data written
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Allow filling a file system that is not a fragkit scratch one (ext4/xfs technique)
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeFragpickerArgs {
+    /// Directory to create the files in
+    pub dir: PathBuf,
+    /// Number of files
+    #[arg(long, default_value_t = 4)]
+    pub files: usize,
+    /// Size of each file (K, M, G suffixes; rounded down to whole rounds)
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub size: u64,
+    /// Seed of the data written
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HypotheticalMode {
+    Append,
+    Overwrite,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HypotheticalPattern {
+    /// Dummy of S-G after each chunk: every chunk lands on the same die
+    Worst,
+    /// Dummy of a random multiple of G (1..32)
+    Random,
+    /// Dummy of S: chunks stay die-aligned
+    Aligned,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeHypotheticalArgs {
+    /// The target file to create (replaced if it exists)
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value_t = HypotheticalMode::Append)]
+    pub mode: HypotheticalMode,
+    #[arg(long, value_enum, default_value_t = HypotheticalPattern::Worst)]
+    pub pattern: HypotheticalPattern,
+    /// Chunk size G (the die granularity)
+    #[arg(long, default_value = "32K", value_parser = units::parse_nonzero_size)]
+    pub chunk: u64,
+    /// Stripe size S
+    #[arg(long, default_value = "256K", value_parser = units::parse_nonzero_size)]
+    pub stripe: u64,
+    /// Target file size
+    #[arg(long, default_value = "8M", value_parser = units::parse_nonzero_size)]
+    pub size: u64,
+    /// Write with O_DIRECT (the artifact wrote buffered, with ext4 mounted nodelalloc)
+    #[arg(long)]
+    pub direct: bool,
+    /// Leave the ext4 allocator tunables (mb_stream_req) as they are
+    #[arg(long)]
+    pub no_tune: bool,
+    /// Keep the dummy files (default: delete them afterwards)
+    #[arg(long)]
+    pub keep_dummies: bool,
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct AgePafArgs {
+    /// PAF:AA.BB[,CC.DD...][:SEED]@SIZE[,SIZE...][<KBLOCKS]
+    pub spec: String,
+    /// Mount point of the file system to age (a fragkit scratch file system)
+    #[arg(long)]
+    pub target: PathBuf,
+    /// Writer threads [default: number of CPUs]
+    #[arg(long, short = 'j')]
+    pub threads: Option<usize>,
+    /// Seed when the spec has none
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Age a file system that is not a scratch one, or one already above the target fill
+    #[arg(long)]
+    pub force: bool,
+    /// Plan and print the file set without writing anything
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeProfileArgs {
+    /// Mount point of the file system to age (a fragkit scratch file system)
+    #[arg(long)]
+    pub target: PathBuf,
+    /// Fullness to reach and keep, percent of capacity
+    #[arg(long, default_value_t = 70.0)]
+    pub fullness: f64,
+    /// Size distribution: a shipped profile name (office, database) or a JSON file
+    #[arg(long, default_value = "office")]
+    pub sizes: String,
+    /// Stop after writing this many times the capacity during churn
+    #[arg(long, default_value_t = 1.0)]
+    pub churn: f64,
+    /// Time-series points recorded during churn
+    #[arg(long, default_value_t = 10)]
+    pub steps: u32,
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Age a file system that is not a scratch one
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
 }

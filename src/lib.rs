@@ -2,6 +2,7 @@
 //!
 //! Data flows layout (what is on disk) → metrics (what it costs) → report (what to say).
 
+pub mod age;
 pub mod bench;
 pub mod cli;
 pub mod cmd;

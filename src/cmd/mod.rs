@@ -1,5 +1,6 @@
 //! One function per subcommand; each returns the process exit status.
 
+pub mod age;
 pub mod bench;
 pub mod defrag;
 pub mod free;
@@ -21,5 +22,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Free(args) => free::run(args),
         Command::Map(args) => map::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Age { action } => age::run(action),
     }
 }

@@ -1,0 +1,268 @@
+//! Reproduce fragmentation on purpose: exact layouts, the seeds' fragmenting workloads,
+//! Populate-and-Fragment aging and profile aging. Every generator checks what it built with
+//! fragkit's own extent engine and reports achieved next to requested.
+//!
+//! Library entry points (the CLI in `cmd/age.rs` is a thin layer over them):
+//! [`layout::build`], [`fragpicker::synthetic`], [`hypothetical::build`], [`paf::run`],
+//! [`profile::run`].
+
+pub mod clone;
+pub mod fragpicker;
+pub mod freespace;
+pub mod fstune;
+pub mod hypothetical;
+pub mod layout;
+pub mod paf;
+pub mod profile;
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::rngs::ChaCha8Rng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::layout::fsinfo::FsInfo;
+use crate::layout::model::Fragment;
+use crate::layout::walk;
+use crate::metrics::{Distribution, FileMetrics};
+
+/// The seed used when none is given: runs are reproducible by default.
+pub const DEFAULT_SEED: u64 = 67005;
+
+/// The seeded generator every aging workload draws from: ChaCha8, a fixed algorithm, so
+/// the same seed gives the same file set on every machine and every rand release.
+pub fn seeded_rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// A page-aligned buffer filled with seeded pseudo-random bytes (usable with O_DIRECT;
+/// incompressible, so no layer can shrink what is written).
+pub struct DirectBuf {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: the buffer is plain memory owned by this value; shared access is read-only.
+unsafe impl Send for DirectBuf {}
+unsafe impl Sync for DirectBuf {}
+
+impl DirectBuf {
+    pub fn new(len: usize, seed: u64) -> DirectBuf {
+        let layout =
+            std::alloc::Layout::from_size_align(len.max(4096), 4096).expect("buffer layout");
+        // SAFETY: non-zero size layout.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        let mut b = DirectBuf { ptr, layout };
+        seeded_rng(seed).fill_bytes(b.as_mut_slice());
+        b
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for layout.size() bytes and uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: as above, shared.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+    }
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+impl Drop for DirectBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in new().
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// Write all of `buf` at `offset`, retrying short writes.
+pub(crate) fn write_all_at(f: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(f, buf, offset)
+}
+
+/// fallocate(2) with `mode` (0 = allocate, or FALLOC_FL_* flags).
+pub(crate) fn fallocate(f: &File, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: plain fallocate(2) on an open fd.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Free the blocks under [offset, offset+len) without changing the file size.
+pub(crate) fn punch_hole(f: &File, offset: u64, len: u64) -> io::Result<()> {
+    fallocate(
+        f,
+        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+        offset,
+        len,
+    )
+}
+
+/// Capacity and use of a mounted file system, from statfs, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FsUsage {
+    /// Data capacity (f_blocks × block size; metadata overhead excluded where the fs does).
+    pub capacity: u64,
+    /// capacity − free (f_bfree).
+    pub used: u64,
+    pub free: u64,
+    pub block_size: u32,
+}
+
+impl FsUsage {
+    pub fn of(path: &Path) -> Result<FsUsage> {
+        let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+        let info = FsInfo::of_fd(f.as_fd())
+            .with_context(|| format!("{}: statfs failed", path.display()))?;
+        // statfs counts in f_frsize units; FsInfo keeps f_bsize, equal on ext4/xfs/btrfs.
+        let bs = fs_frsize(&f).unwrap_or(info.block_size as u64);
+        Ok(FsUsage {
+            capacity: info.blocks * bs,
+            used: (info.blocks - info.blocks_free) * bs,
+            free: info.blocks_free * bs,
+            block_size: info.block_size,
+        })
+    }
+
+    /// Used share of capacity in percent.
+    pub fn used_pct(&self) -> f64 {
+        if self.capacity == 0 {
+            0.0
+        } else {
+            100.0 * self.used as f64 / self.capacity as f64
+        }
+    }
+}
+
+fn fs_frsize(f: &File) -> Option<u64> {
+    // SAFETY: statfs is plain data; fstatfs fills it or fails.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } < 0 {
+        return None;
+    }
+    Some(st.f_frsize as u64)
+}
+
+/// The mount point a path lives under: the highest ancestor on the same device.
+pub fn mount_point_of(path: &Path) -> Result<PathBuf> {
+    let abs = path
+        .canonicalize()
+        .with_context(|| format!("{}: no such file or directory", path.display()))?;
+    let dev = std::fs::metadata(&abs)?.dev();
+    let mut cur = abs.as_path();
+    while let Some(parent) = cur.parent() {
+        match std::fs::metadata(parent) {
+            Ok(m) if m.dev() == dev => cur = parent,
+            _ => break,
+        }
+    }
+    Ok(cur.to_path_buf())
+}
+
+/// Generators that fill or churn a whole file system only run on fragkit scratch file
+/// systems unless the caller forces it.
+pub fn require_scratch(path: &Path, force: bool, what: &str) -> Result<()> {
+    if force {
+        return Ok(());
+    }
+    let mp = mount_point_of(path)?;
+    crate::scratch::Scratch::open_existing(&mp).map_err(|_| {
+        anyhow!(
+            "{what} changes the whole file system at {}, which is not a fragkit scratch file system; \
+             use `fragkit scratch create` or pass --force",
+            mp.display()
+        )
+    })?;
+    Ok(())
+}
+
+/// Fragment-by-fragment view of one file as fragkit's scan sees it, plus its metrics.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileCheck {
+    pub path: PathBuf,
+    pub fs: String,
+    pub block_size: u32,
+    pub size: u64,
+    pub fragments: u64,
+    pub extents: u64,
+    pub frag_sizes: Distribution,
+    pub frag_distances: Distribution,
+    pub layout_score: f64,
+    /// Fragments in logical order (not serialized: callers summarise them).
+    #[serde(skip)]
+    pub runs: Vec<Fragment>,
+}
+
+/// Map `path` with FIEMAP (flushing delayed allocation) and compute fragkit's metrics.
+pub fn check_file(path: &Path) -> Result<FileCheck> {
+    let scanned = walk::map_path(path, true).map_err(|e| anyhow!(e))?;
+    let metrics = FileMetrics::compute(&scanned.layout, &[]);
+    Ok(FileCheck {
+        path: path.to_path_buf(),
+        fs: scanned.fs.type_name(),
+        block_size: scanned.layout.block_size,
+        size: scanned.layout.size,
+        fragments: metrics.fragments,
+        extents: metrics.extents,
+        frag_sizes: metrics.frag_sizes.clone(),
+        frag_distances: metrics.frag_distances.clone(),
+        layout_score: metrics.layout_score(),
+        runs: scanned.layout.fragments(),
+    })
+}
+
+/// A progress bar on stderr when it is a terminal; hidden otherwise.
+pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb.enable_steady_tick(Duration::from_millis(200));
+    pb
+}
+
+/// Require `n` to be a positive multiple of the file system's block size.
+pub(crate) fn require_block_multiple(name: &str, n: u64, block_size: u64) -> Result<()> {
+    if n == 0 || n % block_size != 0 {
+        bail!("{name} {n}: expected a positive multiple of the file system block size ({block_size} bytes)");
+    }
+    Ok(())
+}
+
+/// FNV-1a over a sorted list of (name, size): a short fingerprint of a file set, equal for
+/// equal sets (names and sizes).
+pub fn file_set_digest(files: &[(String, u64)]) -> String {
+    let mut sorted: Vec<&(String, u64)> = files.iter().collect();
+    sorted.sort();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, size) in sorted {
+        for b in name.bytes().chain([0u8]).chain(size.to_le_bytes()) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
