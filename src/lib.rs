@@ -9,4 +9,7 @@ pub mod metrics;
 pub mod report;
 pub mod scan;
 pub mod scratch;
+pub mod serve;
+pub mod store;
 pub mod units;
+pub mod watch;

@@ -2,3 +2,4 @@
 
 pub mod filefrag;
 pub mod scan;
+pub mod watch;
