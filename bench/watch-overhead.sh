@@ -36,13 +36,24 @@ cleanup() {
   [[ -n $MONITOR_PID ]] && kill "$MONITOR_PID" 2>/dev/null || true
   redis-cli -p 16399 shutdown nosave >/dev/null 2>&1 || true
   "$FRAGKIT" scratch destroy "$MNT" >/dev/null 2>&1 || true
+  [[ -n ${CG:-} ]] && rmdir "$CG" 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-# CPU seconds (user+sys) a process and its reaped children used so far.
-cpu_seconds() {
-  awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15+$16+$17)/hz}' "/proc/$1/stat" 2>/dev/null || echo 0
+# The monitor runs in its own cpuacct cgroup (v1 here; cgroup2 if that is all there is), so
+# its CPU time includes every short-lived child (filefrag processes) exactly.
+CG=
+for base in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+  if mkdir "$base/fragkit-bench-$$" 2>/dev/null; then CG=$base/fragkit-bench-$$; break; fi
+done
+[[ -n $CG ]] || { echo "bench/watch-overhead.sh: cannot make a cgroup to account monitor CPU" >&2; exit 1; }
+cg_cpu_seconds() {
+  if [[ -f $CG/cpuacct.usage ]]; then
+    awk '{print $1/1e9}' "$CG/cpuacct.usage"
+  else
+    awk '/^usage_usec/ {print $2/1e6}' "$CG/cpu.stat"
+  fi
 }
 
 fragtracer_style() { # DIR: filefrag -v per file, every second (FragTracer's design)
@@ -54,15 +65,22 @@ fragtracer_style() { # DIR: filefrag -v per file, every second (FragTracer's des
 
 start_monitor() { # MODE DIR
   MONITOR_PID=
+  CPU0=$(cg_cpu_seconds)
   case $1 in
     none) ;;
     fragkit)
-      "$FRAGKIT" watch "$2" --interval 1s --db "$MNT/watch-$RANDOM.db" --format json \
-        >"$WORK/watch.json" 2>"$WORK/watch.err" &
+      (
+        echo "$BASHPID" >"$CG/cgroup.procs"
+        exec "$FRAGKIT" watch "$2" --interval 1s --db "$MNT/watch-$RANDOM.db" --format json \
+          >"$WORK/watch.json" 2>"$WORK/watch.err"
+      ) &
       MONITOR_PID=$!
       sleep 0.5 ;;
     fragtracer)
-      fragtracer_style "$2" &
+      (
+        echo "$BASHPID" >"$CG/cgroup.procs"
+        fragtracer_style "$2"
+      ) &
       MONITOR_PID=$! ;;
   esac
 }
@@ -71,8 +89,7 @@ start_monitor() { # MODE DIR
 stop_monitor() {
   MONITOR_CPU=0
   if [[ -z $MONITOR_PID ]]; then return; fi
-  # For the FragTracer-style loop, find/xargs/filefrag are reaped into its child counters.
-  MONITOR_CPU=$(cpu_seconds "$MONITOR_PID")
+  MONITOR_CPU=$(python3 -c "print(round($(cg_cpu_seconds) - $CPU0, 3))")
   kill "$MONITOR_PID" 2>/dev/null || true
   wait "$MONITOR_PID" 2>/dev/null || true
   MONITOR_PID=
@@ -86,7 +103,7 @@ run_rocksdb() { # DIR
   db_bench --db="$1" --wal_dir="$1" --use_existing_db=1 --benchmarks=readrandomwriterandom \
     --readwritepercent=50 --num=300000 --value_size=1000 --compression_type=none \
     --duration="$SECS" --threads=2 2>&1 |
-    awk '/^readrandomwriterandom/ {for (i=1;i<=NF;i++) if ($(i+1)=="ops/sec;") print $i}'
+    awk '/^readrandomwriterandom/ {for (i=1;i<NF;i++) if ($(i+1) ~ /^ops\/sec/) print $i}'
 }
 
 run_redis() { # DIR: AOF (fsync every second) + RDB snapshots every 5 s, loopback only
@@ -107,15 +124,20 @@ run_redis() { # DIR: AOF (fsync every second) + RDB snapshots every 5 s, loopbac
 }
 
 run_sqlite() { # DIR: FAST'24-style inserts: many small transactions into a growing table
-  local db=$1/bench.sqlite end=$((SECONDS + SECS)) txns=0
+  local db=$1/bench.sqlite txns=0 t0 now
   sqlite3 "$db" "PRAGMA journal_mode=DELETE; CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB);" >/dev/null
-  while ((SECONDS < end)); do
-    sqlite3 "$db" "$(for _ in $(seq 50); do
-      echo "BEGIN; INSERT INTO t(v) SELECT randomblob(4000) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<16) SELECT x FROM c); COMMIT;"
-    done)"
+  local batch
+  batch=$(for _ in $(seq 50); do
+    echo "BEGIN; INSERT INTO t(v) SELECT randomblob(4000) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<16) SELECT x FROM c); COMMIT;"
+  done)
+  t0=$(date +%s.%N)
+  while :; do
+    sqlite3 "$db" "$batch"
     txns=$((txns + 50))
+    now=$(date +%s.%N)
+    python3 -c "import sys; sys.exit(0 if $now - $t0 >= $SECS else 1)" && break
   done
-  python3 -c "print(round($txns / $SECS, 1))"
+  python3 -c "print(round($txns / ($now - $t0), 1))"
 }
 
 RESULTS=$WORK/results.tsv

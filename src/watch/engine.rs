@@ -389,7 +389,7 @@ impl Engine {
         Ok(changed)
     }
 
-    /// Walk roots; per file (path, dev, ino, summary, runs if fragmented).
+    /// Walk roots; per file (path, dev, ino, summary, runs for the live map).
     #[allow(clippy::type_complexity)]
     fn walk_collect(
         &self,
@@ -398,9 +398,19 @@ impl Engine {
         let out = Mutex::new(Vec::new());
         let stats = WalkStats::default();
         let r = self.cfg.request_size;
+        // Runs for the live map: the first MAP_FILES fragmented and MAP_FILES other files
+        // met, so a huge tree never holds all its extents at once.
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (fragmented, others) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let visit = |f: ScannedFile| {
             let s = summarize(&f.layout, r);
-            let runs = s.is_fragmented().then(|| runs_of(&f.layout));
+            let counter = if s.is_fragmented() {
+                &fragmented
+            } else {
+                &others
+            };
+            let keep = counter.fetch_add(1, Ordering::Relaxed) < MAP_FILES;
+            let runs = keep.then(|| runs_of(&f.layout));
             out.lock().unwrap().push((f.path, f.dev, f.ino, s, runs));
         };
         walk::walk(roots, &WalkOptions::default(), &stats, &visit);
