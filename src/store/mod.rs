@@ -597,3 +597,102 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(st: &Store, table: &str) -> u64 {
+        st.row_counts()
+            .unwrap()
+            .into_iter()
+            .find(|(t, _)| t == table)
+            .unwrap()
+            .1
+    }
+
+    /// Two days of 30 s ticks where every file changes every tick, with retention shrunk
+    /// (1 h of minutes, 1 day in all): rows stay within the documented bound.
+    #[test]
+    fn retention_keeps_rows_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("h.db")).unwrap();
+        st.retention = Retention {
+            tick_hours: 2,
+            minute_hours: 1,
+            keep_days: 1,
+            max_file_samples: 1_000_000,
+        };
+        let files = 20u64;
+        let t0 = 1_700_000_000.0;
+        let ids: Vec<i64> = (0..files)
+            .map(|i| {
+                st.new_file(&format!("/x/f{i}.db"), 1, i, "db", "/x", t0)
+                    .unwrap()
+            })
+            .collect();
+        let mut t = t0;
+        let mut k = 0u64;
+        st.begin().unwrap();
+        while t < t0 + 2.0 * 86400.0 {
+            for &id in &ids {
+                let s = FileSummary {
+                    size: k,
+                    extents: 1 + k % 7,
+                    fragments: 1 + k % 5,
+                    ..FileSummary::default()
+                };
+                st.sample(id, t, &s).unwrap();
+            }
+            let totals = Totals {
+                files,
+                fragments: k,
+                ..Totals::default()
+            };
+            st.tick(t, &totals, files, 0.1).unwrap();
+            k += 1;
+            t += 30.0;
+            if k % 120 == 0 {
+                st.commit().unwrap();
+                st.prune(t, true).unwrap();
+                st.begin().unwrap();
+            }
+        }
+        st.commit().unwrap();
+        st.prune(t, true).unwrap();
+        // Minute rows for the last 1-2 h (thinning works in whole hours), then one per hour.
+        let samples = count(&st, "file_samples");
+        assert!(samples <= files * (120 + 25), "{samples} file samples");
+        assert!(samples >= files * 24, "{samples}: thinned too much");
+        assert!(count(&st, "ticks") <= 2 * 120 + 1);
+        assert!(count(&st, "ticks_minute") <= 24 * 60 + 1);
+        // Two days touch 48 or 49 clock hours, depending on where t0 falls in its hour.
+        assert!((48..=49).contains(&count(&st, "ticks_hour")));
+        // The first fragmented moment outlives the samples that recorded it.
+        let first = st.first_fragmented().unwrap();
+        assert_eq!(first.len(), files as usize);
+        assert!(first.iter().all(|f| f.t == t0 + 30.0), "{first:?}");
+    }
+
+    #[test]
+    fn file_sample_cap_drops_oldest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("h.db")).unwrap();
+        st.retention.max_file_samples = 100;
+        let id = st.new_file("/x/a", 1, 1, "", "/x", 0.0).unwrap();
+        let t0 = 1_700_000_000.0;
+        st.begin().unwrap();
+        for m in 0..300 {
+            let s = FileSummary {
+                size: m,
+                ..FileSummary::default()
+            };
+            st.sample(id, t0 + m as f64 * 60.0, &s).unwrap();
+        }
+        st.commit().unwrap();
+        st.prune(t0 + 300.0 * 60.0, true).unwrap();
+        let h = st.file_history("/x/a").unwrap();
+        assert_eq!(h.len(), 100);
+        assert_eq!(h[0].1.size, 200, "the oldest rows go first");
+    }
+}
