@@ -212,6 +212,9 @@ pub struct WatchArgs {
     /// Kernel interface for change events
     #[arg(long, value_enum, default_value_t = crate::watch::EventSource::Auto)]
     pub events: crate::watch::EventSource,
+    /// Most per-file history rows kept (~55 bytes each); the oldest go first
+    #[arg(long, value_name = "N", default_value_t = 4_000_000)]
+    pub max_file_samples: u64,
     /// Stop after this long (default: until interrupted)
     #[arg(long, value_parser = duration)]
     pub duration: Option<std::time::Duration>,

@@ -78,7 +78,8 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         Some(d) => d.clone(),
         None => default_db()?,
     };
-    let store = Store::open(&db)?;
+    let mut store = Store::open(&db)?;
+    store.retention.max_file_samples = args.max_file_samples;
     let (source, why) = Source::open(&roots, args.events)?;
     let cfg = Config {
         roots: roots.clone(),

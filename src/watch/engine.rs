@@ -3,7 +3,6 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
@@ -40,6 +39,9 @@ pub struct Tracked {
     /// Full-rescan generation that last saw the file.
     seen: u32,
 }
+
+/// A file met by a walk: path, dev, inode, summary, runs for the live map.
+type Found = (PathBuf, u64, u64, FileSummary, Option<Vec<(u64, u64)>>);
 
 /// One file's placement for the live map: (physical byte, length) per fragment.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -347,26 +349,7 @@ impl Engine {
             .iter()
             .filter_map(|p| walk::check_root(p).ok())
             .collect();
-        let found = self.walk_collect(&roots);
-        let mut changed = 0;
-        for (path, dev, ino, s, runs) in found {
-            if !self.wanted(&path) {
-                continue;
-            }
-            if self.update(&path, dev, ino, s, t)? {
-                changed += 1;
-                if let Some(runs) = runs {
-                    self.forget_map(&path);
-                    if self.maps.len() >= MAP_FILES {
-                        self.maps.pop_front();
-                    }
-                    self.maps.push_back(MapEntry {
-                        path: path.to_string_lossy().into_owned(),
-                        runs,
-                    });
-                }
-            }
-        }
+        let (mut changed, _) = self.scan_tree(roots, t)?;
         let gen = self.generation;
         let gone: Vec<PathBuf> = self
             .files
@@ -389,32 +372,64 @@ impl Engine {
         Ok(changed)
     }
 
-    /// Walk roots; per file (path, dev, ino, summary, runs for the live map).
-    #[allow(clippy::type_complexity)]
-    fn walk_collect(
-        &self,
-        roots: &[Root],
-    ) -> Vec<(PathBuf, u64, u64, FileSummary, Option<Vec<(u64, u64)>>)> {
-        let out = Mutex::new(Vec::new());
-        let stats = WalkStats::default();
-        let r = self.cfg.request_size;
-        // Runs for the live map: the first MAP_FILES fragmented and MAP_FILES other files
-        // met, so a huge tree never holds all its extents at once.
+    /// Walk `roots` on a helper thread and record every file as it arrives, so a huge tree
+    /// never sits in memory twice. Returns (records changed, files mapped).
+    fn scan_tree(&mut self, roots: Vec<Root>, t: f64) -> Result<(u64, u64)> {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let (fragmented, others) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let visit = |f: ScannedFile| {
-            let s = summarize(&f.layout, r);
-            let counter = if s.is_fragmented() {
-                &fragmented
-            } else {
-                &others
-            };
-            let keep = counter.fetch_add(1, Ordering::Relaxed) < MAP_FILES;
-            let runs = keep.then(|| runs_of(&f.layout));
-            out.lock().unwrap().push((f.path, f.dev, f.ino, s, runs));
-        };
-        walk::walk(roots, &WalkOptions::default(), &stats, &visit);
-        out.into_inner().unwrap()
+        let r = self.cfg.request_size;
+        let (tx, rx) = crossbeam_channel::bounded::<Found>(4096);
+        let mut result = Ok((0u64, 0u64));
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                // Runs for the live map: the first MAP_FILES fragmented and MAP_FILES other
+                // files met, so a huge tree never holds all its extents at once.
+                let (fragmented, others) = (AtomicUsize::new(0), AtomicUsize::new(0));
+                let visit = |f: ScannedFile| {
+                    let s = summarize(&f.layout, r);
+                    let counter = if s.is_fragmented() {
+                        &fragmented
+                    } else {
+                        &others
+                    };
+                    let keep = counter.fetch_add(1, Ordering::Relaxed) < MAP_FILES;
+                    let runs = keep.then(|| runs_of(&f.layout));
+                    let _ = tx.send((f.path, f.dev, f.ino, s, runs));
+                };
+                walk::walk(
+                    &roots,
+                    &WalkOptions::default(),
+                    &WalkStats::default(),
+                    &visit,
+                );
+            });
+            for (path, dev, ino, s, runs) in rx {
+                let Ok((changed, mapped)) = &mut result else {
+                    continue; // keep draining so the walker can finish
+                };
+                *mapped += 1;
+                if !self.wanted(&path) {
+                    continue;
+                }
+                match self.update(&path, dev, ino, s, t) {
+                    Ok(true) => {
+                        *changed += 1;
+                        if let Some(runs) = runs {
+                            self.forget_map(&path);
+                            if self.maps.len() >= MAP_FILES {
+                                self.maps.pop_front();
+                            }
+                            self.maps.push_back(MapEntry {
+                                path: path.to_string_lossy().into_owned(),
+                                runs,
+                            });
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(e) => result = Err(e),
+                }
+            }
+        });
+        result
     }
 
     /// One tick: drain events, re-map changed paths, write history.
@@ -469,21 +484,9 @@ impl Engine {
                     Ok(m) if m.is_dir() => {
                         // A directory created or moved in: map what is inside.
                         if let Ok(root) = walk::check_root(&p) {
-                            for (path, dev, ino, s, runs) in self.walk_collect(&[root]) {
-                                mapped += 1;
-                                if self.wanted(&path) && self.update(&path, dev, ino, s, t)? {
-                                    changed += 1;
-                                    if let Some(runs) = runs {
-                                        self.maps.push_back(MapEntry {
-                                            path: path.to_string_lossy().into_owned(),
-                                            runs,
-                                        });
-                                        while self.maps.len() > MAP_FILES {
-                                            self.maps.pop_front();
-                                        }
-                                    }
-                                }
-                            }
+                            let (c, m) = self.scan_tree(vec![root], t)?;
+                            changed += c;
+                            mapped += m;
                         }
                     }
                     Ok(m) if m.is_file() => match walk::map_path(&p, false) {
