@@ -66,7 +66,9 @@ pub struct Engine {
     pub cfg: Config,
     pub store: Store,
     source: Source,
-    pub files: HashMap<PathBuf, Tracked>,
+    /// Boxed records: a million-entry map allocates two buckets per entry, so small
+    /// buckets (path + pointer) halve its size.
+    pub files: HashMap<PathBuf, Box<Tracked>>,
     pub totals: Totals,
     pub by_ext: HashMap<String, Totals>,
     pub by_dir: HashMap<PathBuf, Totals>,
@@ -263,13 +265,13 @@ impl Engine {
         self.group_add(path, &s, true);
         self.files.insert(
             path.to_path_buf(),
-            Tracked {
+            Box::new(Tracked {
                 id,
                 dev,
                 ino,
                 s,
                 seen: gen,
-            },
+            }),
         );
         Ok(true)
     }
@@ -549,6 +551,7 @@ impl Engine {
             .files
             .iter()
             .filter(|(_, t)| t.s.is_fragmented())
+            .map(|(p, t)| (p, &**t))
             .collect();
         v.sort_by(|a, b| b.1.s.fragments.cmp(&a.1.s.fragments).then(a.0.cmp(b.0)));
         v.truncate(n);
