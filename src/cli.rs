@@ -50,6 +50,8 @@ pub enum Command {
         #[command(subcommand)]
         action: AgeAction,
     },
+    /// Watch directories live: history in SQLite, Prometheus /metrics and a live page
+    Watch(WatchArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -715,4 +717,100 @@ pub struct AgeProfileArgs {
     pub force: bool,
     #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
     pub format: InfoFormat,
+}
+
+fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    // A bare port means localhost.
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| {
+        format!("'{s}' is not an address to listen on: expected IP:PORT (e.g. 127.0.0.1:9477) or a port")
+    })
+}
+
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    units::parse_duration(s)
+}
+
+fn interval(s: &str) -> Result<std::time::Duration, String> {
+    let d = units::parse_duration(s)?;
+    if d < std::time::Duration::from_millis(10) {
+        return Err(format!(
+            "interval '{s}' is too short: expected at least 10ms"
+        ));
+    }
+    Ok(d)
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct WatchArgs {
+    #[command(subcommand)]
+    pub action: Option<WatchAction>,
+    /// Directories (or files) to watch; each tick re-maps only what changed below them
+    #[arg(required = true, value_name = "DIR")]
+    pub paths: Vec<PathBuf>,
+    /// Time between ticks (ms, s, m, h suffixes)
+    #[arg(long, short = 'i', default_value = "1s", value_parser = interval)]
+    pub interval: std::time::Duration,
+    /// History database [default: $XDG_STATE_HOME/fragkit/watch.db, or ~/.local/state/fragkit/watch.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Serve the live page (/) and Prometheus metrics (/metrics) on IP:PORT or PORT (localhost)
+    #[arg(long, value_name = "ADDR", value_parser = listen_addr)]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Allow --listen on an address other than loopback (the page shows file names)
+    #[arg(long)]
+    pub listen_any: bool,
+    /// Write FragTracer's fragInfo.txt, fragProc.tbl and fragImg.png into OUTDIR each tick
+    #[arg(long, value_name = "OUTDIR")]
+    pub fragtracer: Option<PathBuf>,
+    /// Full rescan period, the safety net for changes events cannot see (0 = never)
+    #[arg(long, default_value = "10m", value_parser = duration)]
+    pub rescan: std::time::Duration,
+    /// Request size R for S(R)/I(R) and extra requests (K, M, G suffixes)
+    #[arg(long = "request-size", short = 'r', value_name = "R", default_value = "128K", value_parser = request_size)]
+    pub request_size: u64,
+    /// Kernel interface for change events
+    #[arg(long, value_enum, default_value_t = crate::watch::EventSource::Auto)]
+    pub events: crate::watch::EventSource,
+    /// Most per-file history rows kept (~55 bytes each); the oldest go first
+    #[arg(long, value_name = "N", default_value_t = 4_000_000)]
+    pub max_file_samples: u64,
+    /// Stop after this long (default: until interrupted)
+    #[arg(long, value_parser = duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Format of the summary printed when the watch ends
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WatchAction {
+    /// Print (and plot) the history a watch recorded
+    Report(WatchReportArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WatchReportFormat {
+    Table,
+    Json,
+    /// The totals series, one row per point
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchReportArgs {
+    /// History database written by `fragkit watch` [default: as for watch]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Plot fragmentation over time into this PNG file
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+    /// Also list the recorded samples of this file (current or former path)
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<String>,
+    #[arg(long, short = 'f', value_enum, default_value_t = WatchReportFormat::Table)]
+    pub format: WatchReportFormat,
 }

@@ -15,5 +15,8 @@ pub mod render;
 pub mod report;
 pub mod scan;
 pub mod scratch;
+pub mod serve;
+pub mod store;
 pub mod trace;
 pub mod units;
+pub mod watch;

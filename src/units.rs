@@ -107,3 +107,45 @@ mod tests {
         assert_eq!(HumanBytes(100).to_string(), "100 B");
     }
 }
+
+/// Parse a duration: "500ms", "1s", "1.5s", "2m", "1h", "1d"; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 0.001,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        _ => f64::NAN,
+    };
+    let n: f64 = num.parse().unwrap_or(f64::NAN);
+    let secs = n * scale;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!(
+            "'{text}' is not a duration: expected a number with ms, s, m, h or d (e.g. 1s, 500ms, 10m)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("1x").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}

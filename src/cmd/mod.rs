@@ -9,6 +9,7 @@ pub mod probe;
 pub mod scan;
 pub mod scratch;
 pub mod trace;
+pub mod watch;
 
 use crate::cli::{Cli, Command};
 
@@ -23,5 +24,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Map(args) => map::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Age { action } => age::run(action),
+        Command::Watch(args) => watch::run(args),
     }
 }

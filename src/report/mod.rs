@@ -5,3 +5,4 @@ pub mod filefrag;
 pub mod free;
 pub mod probe;
 pub mod scan;
+pub mod watch;

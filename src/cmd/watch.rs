@@ -1,0 +1,230 @@
+//! `fragkit watch DIR...` and `fragkit watch report`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::cli::{InfoFormat, WatchAction, WatchArgs};
+use crate::layout::walk;
+use crate::serve;
+use crate::store::Store;
+use crate::watch::engine::{Config, Engine};
+use crate::watch::{artefacts, live, Source};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// The default history file: $XDG_STATE_HOME/fragkit/watch.db, else ~/.local/state/...
+pub fn default_db() -> Result<PathBuf> {
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("fragkit/watch.db"));
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".local/state/fragkit/watch.db")),
+        None => anyhow::bail!("neither XDG_STATE_HOME nor HOME is set; pass --db PATH"),
+    }
+}
+
+/// The database and its journal files, as the engine must ignore them.
+fn db_paths(db: &Path) -> Vec<PathBuf> {
+    let dir = db
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf()))
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+    let name = db
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    ["", "-wal", "-shm", "-journal"]
+        .iter()
+        .map(|s| dir.join(format!("{name}{s}")))
+        .collect()
+}
+
+pub fn run(args: WatchArgs) -> Result<i32> {
+    if let Some(WatchAction::Report(r)) = args.action {
+        return crate::report::watch::run(r);
+    }
+    if let Some(addr) = &args.listen {
+        serve::check_listen(addr, args.listen_any)?;
+    }
+    let mut roots = Vec::new();
+    for p in &args.paths {
+        walk::check_root(p).map_err(anyhow::Error::msg)?;
+        roots.push(
+            p.canonicalize()
+                .with_context(|| format!("{}: cannot resolve", p.display()))?,
+        );
+    }
+    if let Some(out) = &args.fragtracer {
+        if !artefacts::available() {
+            anyhow::bail!(
+                "--fragtracer {}: this build has no FragTracer artefact writer yet (it comes with the block-map renderer)",
+                out.display()
+            );
+        }
+        std::fs::create_dir_all(out)
+            .with_context(|| format!("--fragtracer {}: cannot create directory", out.display()))?;
+    }
+    let db = match &args.db {
+        Some(d) => d.clone(),
+        None => default_db()?,
+    };
+    let mut store = Store::open(&db)?;
+    store.retention.max_file_samples = args.max_file_samples;
+    let (source, why) = Source::open(&roots, args.events)?;
+    let cfg = Config {
+        roots: roots.clone(),
+        request_size: args.request_size,
+        rescan: (!args.rescan.is_zero()).then_some(args.rescan),
+        ignore: db_paths(&db),
+    };
+    let mut engine = Engine::new(cfg, store, source);
+
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+
+    let t0 = Instant::now();
+    engine.store.begin()?;
+    engine.full_scan(crate::watch::engine::now())?;
+    engine.store.commit()?;
+    let first_scan = t0.elapsed();
+    let server = match args.listen {
+        Some(addr) => {
+            let l = serve::Live::new();
+            l.publish(live::snapshot(&engine), live::prometheus(&engine));
+            let bound = serve::start(addr, l.clone())?;
+            Some((l, bound))
+        }
+        None => None,
+    };
+    eprintln!(
+        "fragkit: watching {} files under {} every {:?}; changes from {why}; history in {}",
+        engine.files.len(),
+        roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        args.interval,
+        db.display()
+    );
+    if let Some((_, bound)) = &server {
+        eprintln!("fragkit: live page on http://{bound}/ and Prometheus metrics on http://{bound}/metrics");
+    }
+
+    let bar = if std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.enable_steady_tick(Duration::from_millis(250));
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let start = Instant::now();
+    let (mut ticks, mut tick_ms_sum, mut tick_ms_max, mut events) = (0u64, 0.0f64, 0.0f64, 0u64);
+    let mut changed_total = 0u64;
+    let mut next = start + args.interval;
+    loop {
+        while Instant::now() < next && !STOP.load(Ordering::SeqCst) {
+            let left = next.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        if STOP.load(Ordering::SeqCst) {
+            break;
+        }
+        let r = engine.run_tick()?;
+        ticks += 1;
+        tick_ms_sum += r.tick_ms;
+        tick_ms_max = tick_ms_max.max(r.tick_ms);
+        events += r.events;
+        changed_total += r.changed_files;
+        if let Some((l, _)) = &server {
+            l.publish(live::snapshot(&engine), live::prometheus(&engine));
+        }
+        if let Some(out) = &args.fragtracer {
+            if !engine.changed_paths.is_empty() {
+                artefacts::on_tick(out, &roots, &engine.changed_paths)?;
+            }
+        }
+        bar.set_message(format!(
+            "tick {}: {} files, {} fragmented, {} fragments; {} changed ({:.1} ms)",
+            r.tick,
+            engine.totals.files,
+            engine.totals.fragmented_files,
+            engine.totals.fragments,
+            r.changed_files,
+            r.tick_ms
+        ));
+        next += args.interval;
+        // Behind schedule (a long full rescan): skip missed ticks rather than burst.
+        let now = Instant::now();
+        if next < now {
+            next = now + args.interval;
+        }
+        if args.duration.is_some_and(|d| start.elapsed() >= d) {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    engine.store.prune(crate::watch::engine::now(), true)?;
+    let t = &engine.totals;
+    let mean_ms = if ticks > 0 {
+        tick_ms_sum / ticks as f64
+    } else {
+        0.0
+    };
+    match args.format {
+        InfoFormat::Json => {
+            let v = serde_json::json!({
+                "version": 1,
+                "db": db,
+                "source": engine.source_name(),
+                "ticks": ticks,
+                "seconds": start.elapsed().as_secs_f64(),
+                "first_scan_ms": first_scan.as_secs_f64() * 1e3,
+                "mean_tick_ms": mean_ms,
+                "max_tick_ms": tick_ms_max,
+                "events": events,
+                "changed_files": changed_total,
+                "full_rescans": engine.full_rescans,
+                "totals": t,
+            });
+            println!("{v}");
+        }
+        InfoFormat::Table => {
+            println!(
+                "watched {} ticks over {:.1} s with {}: {} files, {} fragmented, {} fragments, {} extra requests at {}",
+                ticks,
+                start.elapsed().as_secs_f64(),
+                engine.source_name(),
+                t.files,
+                t.fragmented_files,
+                t.fragments,
+                t.extra_requests(),
+                crate::units::short_size(args.request_size)
+            );
+            println!(
+                "first scan {:.1} ms; ticks mean {:.2} ms, max {:.2} ms; {} events, {} file records changed, {} full rescans",
+                first_scan.as_secs_f64() * 1e3,
+                mean_ms,
+                tick_ms_max,
+                events,
+                changed_total,
+                engine.full_rescans
+            );
+            println!("history: {}", db.display());
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,315 @@
+//! `fragkit watch report`: fragmentation over time and the moments files first became
+//! fragmented, from a watch's history database; text, JSON, CSV and a PNG plot.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::cli::{WatchReportArgs, WatchReportFormat};
+use crate::store::{SeriesPoint, Store};
+
+/// "YYYY-MM-DD HH:MM:SS" UTC for a Unix time (days-to-civil, proleptic Gregorian).
+pub fn utc(t: f64) -> String {
+    let secs = t.floor() as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+pub fn run(args: WatchReportArgs) -> Result<i32> {
+    let db = match &args.db {
+        Some(d) => d.clone(),
+        None => crate::cmd::watch::default_db()?,
+    };
+    let store = Store::open_existing(&db)?;
+    let series = store.series()?;
+    let first = store.first_fragmented()?;
+    let rows = store.row_counts()?;
+    let history = match &args.file {
+        Some(f) => Some(store.file_history(f)?),
+        None => None,
+    };
+    let db_bytes = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
+    if let Some(png) = &args.png {
+        plot(png, &series, &first)?;
+    }
+    match args.format {
+        WatchReportFormat::Json => {
+            let v = json!({
+                "version": 1,
+                "db": db,
+                "db_bytes": db_bytes,
+                "rows": rows.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                "series": series,
+                "first_fragmented": first,
+                "file": history.map(|h| h.iter().map(|(t, s)| json!({"t": t, "summary": s})).collect::<Vec<_>>()),
+            });
+            println!("{v}");
+        }
+        WatchReportFormat::Csv => {
+            let mut w = csv::Writer::from_writer(std::io::stdout());
+            w.write_record([
+                "t",
+                "utc",
+                "files",
+                "fragmented_files",
+                "bytes",
+                "extents",
+                "fragments",
+                "split",
+                "ideal",
+                "extra_requests",
+            ])?;
+            for p in &series {
+                let s = &p.totals;
+                w.write_record([
+                    format!("{:.3}", p.t),
+                    utc(p.t),
+                    s.files.to_string(),
+                    s.fragmented_files.to_string(),
+                    s.bytes.to_string(),
+                    s.extents.to_string(),
+                    s.fragments.to_string(),
+                    s.split.to_string(),
+                    s.ideal.to_string(),
+                    s.extra_requests().to_string(),
+                ])?;
+            }
+            w.flush()?;
+        }
+        WatchReportFormat::Table => {
+            println!("history {} ({} bytes)", db.display(), db_bytes);
+            println!(
+                "rows: {}",
+                rows.iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            if series.is_empty() {
+                println!("no ticks recorded");
+            } else {
+                println!(
+                    "\n{:<19}  {:>8}  {:>10}  {:>10}  {:>10}",
+                    "time (UTC)", "files", "fragmented", "fragments", "extra req"
+                );
+                // At most 30 evenly spaced points, always the first and the last.
+                let n = series.len();
+                let step = n.div_ceil(30).max(1);
+                for (i, p) in series.iter().enumerate() {
+                    if i % step != 0 && i != n - 1 {
+                        continue;
+                    }
+                    println!(
+                        "{:<19}  {:>8}  {:>10}  {:>10}  {:>10}",
+                        utc(p.t),
+                        p.totals.files,
+                        p.totals.fragmented_files,
+                        p.totals.fragments,
+                        p.totals.extra_requests()
+                    );
+                }
+            }
+            println!("\nfirst became fragmented:");
+            if first.is_empty() {
+                println!("  (no file has become fragmented)");
+            }
+            for f in &first {
+                let gone = f
+                    .deleted
+                    .map(|d| format!(" (deleted {})", utc(d)))
+                    .unwrap_or_default();
+                println!(
+                    "  {}  {}  now {} fragments{gone}",
+                    utc(f.t),
+                    f.path,
+                    f.fragments_now
+                );
+            }
+            if let (Some(h), Some(f)) = (&history, &args.file) {
+                println!("\nsamples of {f}:");
+                for (t, s) in h {
+                    println!(
+                        "  {}  size {}  extents {}  fragments {}  S(R) {}  I(R) {}",
+                        utc(*t),
+                        s.size,
+                        s.extents,
+                        s.fragments,
+                        s.split,
+                        s.ideal
+                    );
+                }
+            }
+            if let Some(png) = &args.png {
+                println!("\nplot: {}", png.display());
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// History rows are written when values change, so draw steps, not slopes.
+fn steps(
+    series: &[SeriesPoint],
+    x: &dyn Fn(f64) -> f64,
+    f: &dyn Fn(&SeriesPoint) -> u64,
+) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(series.len() * 2);
+    for p in series {
+        let (px, py) = (x(p.t), f(p) as f64);
+        if let Some(&(_, prev)) = out.last() {
+            out.push((px, prev));
+        }
+        out.push((px, py));
+    }
+    out
+}
+
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// Two panels over time: files and fragmented files; fragments and extra requests. Red
+/// ticks along the bottom mark the moments files first became fragmented.
+fn plot(out: &Path, series: &[SeriesPoint], first: &[crate::store::FirstFragmented]) -> Result<()> {
+    use plotters::prelude::*;
+    use plotters::style::{register_font, FontStyle};
+    let font = std::fs::read(FONT).with_context(|| {
+        format!("--png needs the DejaVu font ({FONT}, Debian package fonts-dejavu-core)")
+    })?;
+    let _ = register_font(
+        "sans-serif",
+        FontStyle::Normal,
+        Box::leak(font.into_boxed_slice()),
+    );
+    if series.is_empty() {
+        anyhow::bail!("--png {}: the history has no ticks to plot", out.display());
+    }
+    let t0 = series[0].t;
+    let t1 = series.last().map(|p| p.t).unwrap_or(t0).max(t0 + 1.0);
+    let (x_scale, x_unit) = match t1 - t0 {
+        d if d > 2.0 * 86400.0 => (86400.0, "days"),
+        d if d > 2.0 * 3600.0 => (3600.0, "hours"),
+        d if d > 180.0 => (60.0, "minutes"),
+        _ => (1.0, "seconds"),
+    };
+    let x = |t: f64| (t - t0) / x_scale;
+    let xmax = x(t1);
+    let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("{}: cannot plot: {e}", out.display());
+    let root = BitMapBackend::new(out, (1000, 640)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = root
+        .titled(
+            &format!("fragkit watch: {} to {} UTC", utc(t0), utc(t1)),
+            ("sans-serif", 20),
+        )
+        .map_err(|e| err(&e))?;
+    let (top, bottom) = root.split_vertically(300);
+    type Panel<'a> = (
+        &'a str,
+        Vec<(&'a str, RGBColor, Box<dyn Fn(&SeriesPoint) -> u64>)>,
+    );
+    let panels: [(DrawingArea<BitMapBackend, plotters::coord::Shift>, Panel); 2] = [
+        (
+            top,
+            (
+                "files",
+                vec![
+                    (
+                        "files",
+                        RGBColor(120, 120, 120),
+                        Box::new(|p: &SeriesPoint| p.totals.files),
+                    ),
+                    (
+                        "fragmented files",
+                        RGBColor(220, 50, 40),
+                        Box::new(|p: &SeriesPoint| p.totals.fragmented_files),
+                    ),
+                ],
+            ),
+        ),
+        (
+            bottom,
+            (
+                "count",
+                vec![
+                    (
+                        "fragments",
+                        RGBColor(40, 110, 190),
+                        Box::new(|p: &SeriesPoint| p.totals.fragments),
+                    ),
+                    (
+                        "extra requests at R",
+                        RGBColor(140, 60, 170),
+                        Box::new(|p: &SeriesPoint| p.totals.extra_requests()),
+                    ),
+                ],
+            ),
+        ),
+    ];
+    for (i, (area, (ylabel, lines))) in panels.into_iter().enumerate() {
+        let ymax = series
+            .iter()
+            .flat_map(|p| lines.iter().map(move |(_, _, f)| f(p)))
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64
+            * 1.1;
+        let mut chart = ChartBuilder::on(&area)
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("{x_unit} since start"))
+            .y_desc(ylabel)
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (name, colour, f) in &lines {
+            let c = *colour;
+            chart
+                .draw_series(LineSeries::new(
+                    steps(series, &x, f.as_ref()),
+                    c.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?
+                .label(*name)
+                .legend(move |(a, b)| {
+                    PathElement::new(vec![(a, b), (a + 20, b)], c.stroke_width(2))
+                });
+        }
+        if i == 0 {
+            chart
+                .draw_series(first.iter().filter(|f| f.t >= t0).map(|f| {
+                    PathElement::new(
+                        vec![(x(f.t), 0.0), (x(f.t), ymax * 0.06)],
+                        RGBColor(220, 50, 40).stroke_width(2),
+                    )
+                }))
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

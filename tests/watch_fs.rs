@@ -1,0 +1,302 @@
+//! `fragkit watch` on real loop-mounted ext4: a file fragmented while watched shows up in
+//! the history and in /metrics within two ticks; a deleted file disappears; a renamed one
+//! keeps its history. Run once with fanotify and once with inotify.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+use fragkit::cli::FsType;
+
+/// Once in a test file: parse the Prometheus text format strictly enough to catch breakage.
+fn check_prometheus(text: &str) {
+    let mut typed = std::collections::HashSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut it = rest.split(' ');
+            let name = it.next().unwrap();
+            let kind = it.next().unwrap();
+            assert!(["gauge", "counter"].contains(&kind), "type {kind}");
+            assert!(typed.insert(name.to_string()), "TYPE twice for {name}");
+            continue;
+        }
+        if line.starts_with("# HELP ") || line.is_empty() {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("sample line has a value");
+        value
+            .parse::<f64>()
+            .unwrap_or_else(|_| panic!("bad value in {line:?}"));
+        let name = series.split('{').next().unwrap();
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "bad metric name in {line:?}"
+        );
+        assert!(typed.contains(name), "sample before its TYPE: {line:?}");
+        if let Some(labels) = series.strip_prefix(name) {
+            if !labels.is_empty() {
+                assert!(labels.starts_with('{') && labels.ends_with('}'), "{line:?}");
+            }
+        }
+    }
+}
+
+struct Watch {
+    child: Option<std::process::Child>,
+    addr: String,
+}
+
+impl Watch {
+    fn start(dir: &Path, db: &Path, interval: &str, events: &str) -> Watch {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fragkit"))
+            .args(["watch", "--interval", interval, "--listen", "127.0.0.1:0"])
+            .args(["--events", events, "--format", "json", "--db"])
+            .arg(db)
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start fragkit watch");
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("fragkit watch exited before listening")
+                .unwrap();
+            if let Some(rest) = line.split("live page on http://").nth(1) {
+                break rest.split('/').next().unwrap().to_string();
+            }
+        };
+        // Keep draining stderr so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Watch {
+            child: Some(child),
+            addr,
+        }
+    }
+
+    fn get(&self, path: &str) -> String {
+        http_get(&self.addr, path)
+    }
+
+    fn ticks(&self) -> u64 {
+        metric(&self.get("/metrics"), "fragkit_watch_ticks_total").unwrap() as u64
+    }
+
+    /// Poll /metrics until `pred` holds; returns (metrics text, ticks done by then).
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> (String, u64) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let m = self.get("/metrics");
+            if pred(&m) {
+                return (
+                    m.clone(),
+                    metric(&m, "fragkit_watch_ticks_total").unwrap() as u64,
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}:\n{m}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(mut self) -> serde_json::Value {
+        let child = self.child.take().unwrap();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "fragkit watch failed: {:?}",
+            out.status
+        );
+        serde_json::from_slice(&out.stdout).expect("summary JSON")
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to fragkit watch");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).unwrap();
+    let (head, body) = buf.split_once("\r\n\r\n").expect("HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200"), "GET {path}: {head}");
+    body.to_string()
+}
+
+/// Value of a sample line whose series text starts with `series`.
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.rsplit_once(' ').is_some_and(|(s, _)| s == series))
+        .and_then(|l| l.rsplit_once(' ').unwrap().1.parse().ok())
+}
+
+fn file_series(p: &Path) -> String {
+    format!("fragkit_watch_file_fragments{{path=\"{}\"}}", p.display())
+}
+
+fn scan_fragments(p: &Path) -> u64 {
+    let v = fragkit_json(&["scan", "--format", "json", p.to_str().unwrap()]);
+    v["files"][0]["fragments"].as_u64().unwrap()
+}
+
+fn watch_lifecycle(events: &str) {
+    let fs = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = fs.mountpoint().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let dbdir = tempfile::tempdir().unwrap();
+    let db = dbdir.path().join("watch.db");
+    // A file present from the start, to see that unrelated files stay put.
+    write_file(&dir.join("steady.log"), 100_000, 1);
+
+    let w = Watch::start(&dir, &db, "300ms", events);
+    check_prometheus(&w.get("/metrics"));
+
+    // Fragment two files while watched.
+    let a: PathBuf = dir.join("a.db");
+    let b: PathBuf = dir.join("b.db");
+    interleaved_direct_appends(&[a.clone(), b.clone()], 64 << 10, 16);
+    let written_at_tick = w.ticks();
+    let expected = scan_fragments(&a);
+    assert!(expected > 1, "interleaved appends did not fragment a.db");
+    let (m, seen_at_tick) = w.wait_for("a.db in /metrics", |m| {
+        metric(m, &file_series(&a)) == Some(expected as f64)
+    });
+    assert!(
+        seen_at_tick <= written_at_tick + 2,
+        "a.db showed up {} ticks after it was written",
+        seen_at_tick - written_at_tick
+    );
+    check_prometheus(&m);
+    assert!(
+        metric(
+            &m,
+            "fragkit_watch_fragmented_files{ext=\"db\",request_size=\"131072\"}"
+        )
+        .is_some_and(|v| v >= 2.0),
+        "per-extension gauge for db:\n{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "fragkit_watch_fragmented_files{ext=\"log\",request_size=\"131072\"}"
+        ),
+        Some(0.0)
+    );
+    // In the history by then, with the same fragment count.
+    let store = fragkit::store::Store::open_existing(&db).unwrap();
+    let hist = store.file_history(a.to_str().unwrap()).unwrap();
+    assert_eq!(
+        hist.last().map(|(_, s)| s.fragments),
+        Some(expected),
+        "{hist:?}"
+    );
+    drop(store);
+
+    // Rename: the history follows the file.
+    let renamed = dir.join("renamed.db");
+    let before_rename = fragkit::watch::engine::now();
+    std::fs::rename(&a, &renamed).unwrap();
+    let t0 = w.ticks();
+    let (m, t1) = w.wait_for("renamed.db in /metrics", |m| {
+        metric(m, &file_series(&renamed)) == Some(expected as f64)
+    });
+    assert!(t1 <= t0 + 2, "rename took {} ticks", t1 - t0);
+    assert_eq!(metric(&m, &file_series(&a)), None, "old name still listed");
+    let store = fragkit::store::Store::open_existing(&db).unwrap();
+    let hist = store.file_history(renamed.to_str().unwrap()).unwrap();
+    assert!(
+        hist.iter()
+            .any(|(t, s)| *t < before_rename && s.fragments == expected),
+        "renamed file lost its history: {hist:?}"
+    );
+    drop(store);
+
+    // Delete: gone from /metrics and marked deleted in the history.
+    std::fs::remove_file(&b).unwrap();
+    let t0 = w.ticks();
+    let (m, t1) = w.wait_for("b.db gone from /metrics", |m| {
+        metric(m, &file_series(&b)).is_none()
+    });
+    assert!(t1 <= t0 + 2, "delete took {} ticks", t1 - t0);
+    assert_eq!(
+        metric(
+            &m,
+            "fragkit_watch_files{ext=\"db\",request_size=\"131072\"}"
+        ),
+        Some(1.0)
+    );
+
+    let summary = w.stop();
+    assert_eq!(summary["source"], events);
+    assert_eq!(summary["totals"]["files"], 2, "{summary}");
+
+    let png = dbdir.path().join("history.png");
+    let report = fragkit_json(&[
+        "watch",
+        "report",
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+        "--png",
+        png.to_str().unwrap(),
+    ]);
+    let first = report["first_fragmented"].as_array().unwrap();
+    let find = |p: &Path| {
+        first
+            .iter()
+            .find(|f| f["path"] == p.to_str().unwrap())
+            .cloned()
+    };
+    let r = find(&renamed).expect("renamed file in first_fragmented");
+    assert!(r["deleted"].is_null());
+    assert!(r["t"].as_f64().unwrap() < before_rename);
+    let gone = find(&b).expect("deleted file keeps its first-fragmented moment");
+    assert!(gone["deleted"].as_f64().is_some());
+    assert!(find(&dir.join("steady.log")).is_none());
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn watch_fanotify_history_metrics_rename_delete() {
+    watch_lifecycle("fanotify");
+}
+
+#[test]
+fn watch_inotify_history_metrics_rename_delete() {
+    watch_lifecycle("inotify");
+}
+
+#[test]
+fn watch_refuses_non_loopback_listen() {
+    let out = fragkit(&["watch", "/", "--listen", "0.0.0.0:9477", "--duration", "0s"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a loopback address"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
