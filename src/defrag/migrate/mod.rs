@@ -128,28 +128,33 @@ pub const NO_CONTIGUOUS: &str = "no contiguous space";
 /// a donor that lands in them is kept open (holding those holes) while the next attempt
 /// is pushed further out, and all of them are released when the caller drops the result.
 pub fn donor_for(t: &Target<'_>, offset: u64, length: u64) -> Result<Option<(File, Vec<File>)>> {
-    let now = fragments_in(t.extents, offset, length, t.block_size);
-    let mut sinks = Vec::new();
+    let now = fragments_in(t.extents, offset, length, t.block_size).len();
+    let mut tried: Vec<(usize, File)> = Vec::new();
     for _ in 0..DONOR_TRIES {
         let donor = temp_file_in(t.dir)?;
         if let Err(e) = fallocate(&donor, offset, length) {
             if e.raw_os_error() == Some(libc::ENOSPC) {
-                return Ok(None);
+                break;
             }
             return Err(e.into());
         }
         let extents = fiemap::read_extents(donor.as_fd(), false)?;
         let frags = fragments_in(&extents, offset, length, t.block_size);
-        let good = match t.goal {
-            Goal::WholeWindows(r) => {
-                frags.len() == 1 || crate::metrics::split_window_list(&frags, r).is_empty()
-            }
-            Goal::FewerFragments => frags.len() < now.len(),
-        };
-        if good {
-            return Ok(Some((donor, sinks)));
+        let whole = frags.len() == 1
+            || matches!(t.goal, Goal::WholeWindows(r) if crate::metrics::split_window_list(&frags, r).is_empty());
+        if whole {
+            return Ok(Some((donor, tried.into_iter().map(|(_, f)| f).collect())));
         }
-        sinks.push(donor);
+        tried.push((frags.len(), donor));
+    }
+    // Full mode settles for the best attempt if it beats the file (e4defrag's criterion).
+    if t.goal == Goal::FewerFragments {
+        if let Some(best) = (0..tried.len()).min_by_key(|&i| tried[i].0) {
+            if tried[best].0 < now {
+                let (_, donor) = tried.swap_remove(best);
+                return Ok(Some((donor, tried.into_iter().map(|(_, f)| f).collect())));
+            }
+        }
     }
     Ok(None)
 }
