@@ -58,8 +58,12 @@ fio_args() { # workload file -> fio arguments for FragPicker's four workloads
     sequpdate) pattern=write ;;        # overwrite in place
     strideupdate) pattern=write:128k ;;
   esac
+  # Strided jobs move half the bytes once over the file (fio would otherwise wrap around
+  # and read the skipped half too).
+  local io=$file_mib
+  [[ $1 == stride* ]] && io=$((file_mib / 2))
   echo --name=w --filename="$2" --bs=128k --direct=1 --ioengine=psync --iodepth=1 \
-    --size="${file_mib}M" --overwrite=1 --rw="$pattern"
+    --size="${file_mib}M" --io_size="${io}M" --overwrite=1 --rw="$pattern"
 }
 # fio prefixes "fio: terminating on signal 2" to its JSON when interrupted: skip to the '{'.
 mbps() { python3 -c 'import json,sys; t=open(sys.argv[1]).read(); j=json.loads(t[t.index("{"):])["jobs"][0]; b=j["read"]["bw_bytes"]+j["write"]["bw_bytes"]; print(f"{b/1e6:.1f}")' "$1"; }
