@@ -232,11 +232,12 @@ pub fn plan_files(files: &[FileEntry], mode: &Mode, request_size: u64) -> Vec<Fi
                         })
                         .unwrap_or_default();
                     ranges.sort();
-                    // Merge overlapping hot ranges so no byte is moved twice.
+                    // Merge overlapping hot ranges so no byte is moved twice; adjacent ones
+                    // stay separate (FragPicker): each is judged on the fragments it spans.
                     let mut merged: Vec<(u64, u64)> = Vec::new();
                     for (s, e) in ranges {
                         match merged.last_mut() {
-                            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                            Some(last) if s < last.1 => last.1 = last.1.max(e),
                             _ => merged.push((s, e)),
                         }
                     }
