@@ -188,27 +188,35 @@ fn error_json(e: &PathError) -> ErrorJson<'_> {
     }
 }
 
+/// Each file's JSON text, rendered in parallel: serialising is most of a large scan's CPU
+/// once FIEMAP is done (callgrind: 70% of instructions for 20k files), and the files are
+/// independent.
+fn files_json(files: &[&FileEntry]) -> Vec<Vec<u8>> {
+    use rayon::prelude::*;
+    files
+        .par_iter()
+        .map(|f| serde_json::to_vec(&file_json(f)).expect("file JSON serialises"))
+        .collect()
+}
+
 /// `--format json`: {"version", "request_sizes", "files": [...], "summary": {...}}.
 pub fn write_json(
     out: &mut impl Write,
     result: &ScanResult,
     files: &[&FileEntry],
 ) -> io::Result<()> {
-    #[derive(Serialize)]
-    struct Doc<'a> {
-        version: u32,
-        request_sizes: &'a [u64],
-        files: Vec<FileJson<'a>>,
-        summary: SummaryJson<'a>,
+    write!(out, "{{\"version\":{SCHEMA_VERSION},\"request_sizes\":")?;
+    serde_json::to_writer(&mut *out, &result.request_sizes)?;
+    out.write_all(b",\"files\":[")?;
+    for (i, f) in files_json(files).iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        out.write_all(f)?;
     }
-    let doc = Doc {
-        version: SCHEMA_VERSION,
-        request_sizes: &result.request_sizes,
-        files: files.iter().map(|f| file_json(f)).collect(),
-        summary: summary_json(result),
-    };
-    serde_json::to_writer(&mut *out, &doc)?;
-    writeln!(out)
+    out.write_all(b"],\"summary\":")?;
+    serde_json::to_writer(&mut *out, &summary_json(result))?;
+    out.write_all(b"}\n")
 }
 
 /// `--format ndjson`: one file object per line, then {"version":1,"summary":{...}}.
@@ -217,9 +225,9 @@ pub fn write_ndjson(
     result: &ScanResult,
     files: &[&FileEntry],
 ) -> io::Result<()> {
-    for f in files {
-        serde_json::to_writer(&mut *out, &file_json(f))?;
-        writeln!(out)?;
+    for f in files_json(files) {
+        out.write_all(&f)?;
+        out.write_all(b"\n")?;
     }
     #[derive(Serialize)]
     struct Tail<'a> {
