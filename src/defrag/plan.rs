@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::layout::model::Fragment;
-use crate::metrics::{request_count, split_window_list};
+use crate::metrics::{range_request_count, split_window_list};
 use crate::scan::FileEntry;
 
 /// A profile written by `fragkit trace` (only the fields planning needs).
@@ -124,25 +124,6 @@ fn runs_in(runs: &[Fragment], start: u64, end: u64) -> (u64, u64) {
         })
 }
 
-/// Extra requests at R inside [start, end) (windows there are aligned because start is).
-fn extra_in(runs: &[Fragment], start: u64, end: u64, r: u64) -> u64 {
-    let clipped: Vec<Fragment> = runs
-        .iter()
-        .filter(|f| f.logical < end && f.logical_end() > start)
-        .map(|f| {
-            let lo = f.logical.max(start);
-            let hi = f.logical_end().min(end);
-            Fragment {
-                logical: lo,
-                physical: f.physical + (lo - f.logical),
-                length: hi - lo,
-                extents: 1,
-            }
-        })
-        .collect();
-    request_count(&clipped, r).extra()
-}
-
 /// Plan one range: it must be fully backed by written data (holes and preallocated blocks
 /// inside cannot be made one request by moving data) and span more than one run.
 fn plan_range(plan: &mut FilePlan, runs: &[Fragment], start: u64, end: u64, r: u64) {
@@ -158,7 +139,7 @@ fn plan_range(plan: &mut FilePlan, runs: &[Fragment], start: u64, end: u64, r: u
         });
         return;
     }
-    let extra = extra_in(runs, start - start % r, end, r);
+    let extra = range_request_count(runs, start - start % r, end, r).extra();
     match plan.ranges.last_mut() {
         // Adjacent ranges become one migration (one donor, one ioctl).
         Some(last) if last.offset + last.length == start => {
