@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::layout::model::{ExtentFlags, FileLayout, Fragment};
+use crate::layout::model::{clip_fragments, ExtentFlags, FileLayout, Fragment};
 
 /// Requests a whole-file sequential read with aligned `size`-byte requests needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -408,21 +408,7 @@ impl SetMetrics {
 /// `size`-byte requests: the runs are clipped to the range first. What one access of a
 /// traced range costs (`fragkit trace --summary`).
 pub fn range_request_count(runs: &[Fragment], start: u64, end: u64, size: u64) -> RequestCount {
-    let clipped: Vec<Fragment> = runs
-        .iter()
-        .filter(|r| r.logical < end && r.logical_end() > start)
-        .map(|r| {
-            let s = r.logical.max(start);
-            let e = r.logical_end().min(end);
-            Fragment {
-                logical: s,
-                physical: r.physical + (s - r.logical),
-                length: e - s,
-                extents: r.extents,
-            }
-        })
-        .collect();
-    request_count(&clipped, size)
+    request_count(&clip_fragments(runs, start, end), size)
 }
 
 #[cfg(test)]

@@ -1,13 +1,12 @@
 //! `fragkit map PATH --out map.png` and `fragkit map PATH --fragtracer DIR`
 
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::cli::{MapArgs, MapFormat};
@@ -89,15 +88,7 @@ fn mount_root(path: &Path) -> Result<PathBuf> {
 
 fn scan_with_progress(root: &Path, sync: bool) -> Result<ScanResult> {
     let r = walk::check_root(root).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
-    if !io::stderr().is_terminal() {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {pos} files mapped ({per_sec}) {elapsed}")
-            .expect("static template"),
-    );
-    bar.enable_steady_tick(Duration::from_millis(250));
+    let bar = crate::report::progress::files_spinner();
     let opts = WalkOptions {
         sync,
         ..WalkOptions::default()

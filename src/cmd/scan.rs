@@ -1,10 +1,8 @@
 //! `fragkit scan PATH...`
 
-use std::io::{self, BufWriter, IsTerminal, Write};
-use std::time::Duration;
+use std::io::{self, BufWriter, Write};
 
 use anyhow::{bail, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{ScanArgs, ScanFormat, SortKey};
 use crate::layout::walk::{self, WalkOptions};
@@ -40,16 +38,7 @@ pub fn run(args: ScanArgs) -> Result<i32> {
             .collect(),
     };
 
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
-    if !io::stderr().is_terminal() {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {pos} files mapped ({per_sec}) {elapsed}")
-            .expect("static template"),
-    );
-    // Short scans finish before the first tick and never draw.
-    bar.enable_steady_tick(Duration::from_millis(250));
+    let bar = crate::report::progress::files_spinner();
     let progress = |n: u64| {
         if n % 64 == 0 {
             bar.set_position(n)

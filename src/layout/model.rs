@@ -135,6 +135,24 @@ impl Fragment {
     }
 }
 
+/// The parts of `frags` inside [start, end), cut at the bounds.
+pub fn clip_fragments(frags: &[Fragment], start: u64, end: u64) -> Vec<Fragment> {
+    frags
+        .iter()
+        .filter(|f| f.logical < end && f.logical_end() > start)
+        .map(|f| {
+            let lo = f.logical.max(start);
+            let hi = f.logical_end().min(end);
+            Fragment {
+                logical: lo,
+                physical: f.physical + (lo - f.logical),
+                length: hi - lo,
+                extents: f.extents,
+            }
+        })
+        .collect()
+}
+
 /// Merge extents that pass `keep` into maximal contiguous runs.
 fn merge_runs(extents: &[Extent], keep: impl Fn(&Extent) -> bool) -> Vec<Fragment> {
     let mut out: Vec<Fragment> = Vec::new();

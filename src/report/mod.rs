@@ -4,5 +4,6 @@ pub mod bench;
 pub mod filefrag;
 pub mod free;
 pub mod probe;
+pub mod progress;
 pub mod scan;
 pub mod watch;

@@ -166,28 +166,13 @@ fn fragments_in(
     length: u64,
     block_size: u64,
 ) -> Vec<crate::layout::model::Fragment> {
-    let end = offset + length;
-    let clipped: Vec<Extent> = extents
-        .iter()
-        .filter(|e| e.logical_end() > offset && e.logical < end && e.is_located())
-        .map(|e| {
-            let lo = e.logical.max(offset);
-            let hi = e.logical_end().min(end);
-            Extent {
-                logical: lo,
-                physical: e.physical + (lo - e.logical),
-                length: hi - lo,
-                flags: e.flags,
-            }
-        })
-        .collect();
-    FileLayout {
-        size: end,
+    let layout = FileLayout {
+        size: offset + length,
         allocated: 0,
         block_size: block_size as u32,
-        extents: clipped,
-    }
-    .fragments()
+        extents: extents.to_vec(),
+    };
+    crate::layout::model::clip_fragments(&layout.fragments(), offset, offset + length)
 }
 
 /// Copy [offset, offset+length) from one file to the same offsets of another.
