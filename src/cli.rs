@@ -52,6 +52,9 @@ pub enum Command {
     },
     /// Watch directories live: history in SQLite, Prometheus /metrics and a live page
     Watch(WatchArgs),
+    /// The whole story on a scratch file system: fragment, scan, map, bench, trace, defrag
+    /// (pick vs full vs the fs's own tool, each on a clone), bench again, report.html (root)
+    Lab(LabArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -157,6 +160,18 @@ pub enum ScratchAction {
         /// Extra mount options (e.g. "nodelalloc")
         #[arg(long, value_name = "OPTS")]
         mount_options: Option<String>,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+        format: InfoFormat,
+    },
+    /// Copy a scratch file system block for block (frozen meanwhile) and mount the copy:
+    /// the same layout twice, e.g. to compare two defragmenters from one starting point
+    Clone {
+        /// The mount point of the scratch file system to copy
+        mountpoint: PathBuf,
+        /// Directory to hold the copy's image and mount point [default: a new dir under $TMPDIR]
+        #[arg(long)]
+        dir: Option<PathBuf>,
         /// Output format
         #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
         format: InfoFormat,
@@ -813,4 +828,47 @@ pub struct WatchReportArgs {
     pub file: Option<String>,
     #[arg(long, short = 'f', value_enum, default_value_t = WatchReportFormat::Table)]
     pub format: WatchReportFormat,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  fragkit lab                                  # ext4, 2 GiB, seq workload -> ./fragkit-lab/report.html\n  fragkit lab --fs xfs --workload stride --out /tmp/xfs-lab\n  fragkit lab --size 512M --format json"
+)]
+pub struct LabArgs {
+    /// File system to build and fragment
+    #[arg(long = "fs", value_enum, default_value_t = FsType::Ext4)]
+    pub fs: FsType,
+    /// Size of the scratch file system (K, M, G suffixes; at least 256M)
+    #[arg(long, default_value = "2G", value_parser = units::parse_nonzero_size)]
+    pub size: u64,
+    /// What the application reads
+    #[arg(long, value_enum, default_value_t = crate::lab::Workload::Seq)]
+    pub workload: crate::lab::Workload,
+    /// Directory for report.html, report.json, maps/, data/, logs/, reproduce.sh
+    #[arg(long, default_value = "fragkit-lab")]
+    pub out: PathBuf,
+    /// Files FragPicker's synthetic workload grows side by side
+    #[arg(long, default_value_t = 4)]
+    pub files: usize,
+    /// PaF structure laid down first: fill, then delete at random (see `fragkit age paf`)
+    #[arg(long, default_value = "PAF:85.50@64K")]
+    pub paf: String,
+    /// Measured iterations of the workload per state
+    #[arg(long, default_value_t = 3)]
+    pub iterations: u32,
+    /// Skip the file system's own defragmenter (e4defrag, xfs_fsr, btrfs defragment)
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Leave the scratch file systems mounted afterwards
+    #[arg(long)]
+    pub keep: bool,
+    /// Where the scratch images go [default: new directories under $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Seed of the aging
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    /// What to print at the end (the report files are written either way)
+    #[arg(long, short = 'f', value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
 }

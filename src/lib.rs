@@ -9,6 +9,7 @@ pub mod cmd;
 pub mod defrag;
 pub mod freespace;
 pub mod io;
+pub mod lab;
 pub mod layout;
 pub mod metrics;
 pub mod render;

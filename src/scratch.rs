@@ -6,10 +6,12 @@
 
 use std::fs;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::FsType;
@@ -46,6 +48,15 @@ impl FsType {
             FsType::Btrfs => ("mkfs.btrfs", &["-f", "-q", "--nodiscard"]),
             FsType::F2fs => ("mkfs.f2fs", &["-f", "-q", "-t", "0"]),
         }
+    }
+
+    /// The mkfs command scratch file systems are made with, as text for reports.
+    pub fn mkfs_command(self) -> String {
+        let (program, args) = self.mkfs();
+        std::iter::once(program)
+            .chain(args.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// Smallest image mkfs accepts here (xfsprogs refuses < 300 MiB).
@@ -158,22 +169,7 @@ impl Scratch {
                 fs.name()
             );
         }
-        let (dir, created_dir) = match &spec.dir {
-            Some(d) => {
-                fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
-                if d.join(MARKER).exists() {
-                    bail!("{}: already holds a scratch file system", d.display());
-                }
-                (d.canonicalize()?, false)
-            }
-            None => {
-                let d = tempfile::Builder::new()
-                    .prefix("fragkit-scratch-")
-                    .tempdir()
-                    .context("cannot create a temporary directory")?;
-                (d.keep(), true)
-            }
-        };
+        let (dir, created_dir) = new_scratch_dir(spec.dir.as_deref())?;
         let image = dir.join(format!("{}.img", fs.name()));
         let mountpoint = dir.join("mnt");
         let mut info = ScratchInfo {
@@ -210,25 +206,60 @@ impl Scratch {
             enable_xfs_exchange_range(&info.loop_device)?;
         }
         fs::create_dir_all(&mountpoint)?;
-        nix::mount::mount(
-            Some(&info.loop_device),
+        mount_fs(
+            &info.loop_device,
             &mountpoint,
-            Some(fs.name()),
-            nix::mount::MsFlags::empty(),
+            fs,
             spec.mount_options.as_deref(),
-        )
-        .map_err(|e| {
-            anyhow!(
-                "mount {} on {} ({}{}) failed: {e}",
-                info.loop_device.display(),
-                mountpoint.display(),
-                fs.name(),
-                spec.mount_options
-                    .as_deref()
-                    .map(|o| format!(", -o {o}"))
-                    .unwrap_or_default()
-            )
-        })?;
+        )?;
+        Ok(guard)
+    }
+
+    /// A block-for-block copy of this scratch file system, mounted beside it: same
+    /// files at the same physical offsets, so two defragmenters can start from the very
+    /// same layout. The source is frozen (FIFREEZE: everything flushed, no writes) while
+    /// its image is copied, and thawed afterwards.
+    pub fn clone_to(&self, dir: Option<PathBuf>) -> Result<Scratch> {
+        require_root("cloning a scratch file system")?;
+        let fs = FsType::from_str(&self.info.fs, true)
+            .map_err(|_| anyhow!("{}: unknown file system in marker", self.info.fs))?;
+        let (dir, created_dir) = new_scratch_dir(dir.as_deref())?;
+        let image = dir.join(format!("{}.img", fs.name()));
+        let mountpoint = dir.join("mnt");
+        let mut info = ScratchInfo {
+            version: 1,
+            fs: fs.name().to_string(),
+            size: self.info.size,
+            dir,
+            image: image.clone(),
+            loop_device: PathBuf::new(),
+            mountpoint: mountpoint.clone(),
+            created_dir,
+        };
+        let mut guard = Scratch {
+            info: info.clone(),
+            keep: false,
+        };
+        write_marker(&info)?;
+        {
+            let _frozen = Frozen::freeze(&self.info.mountpoint)?;
+            // --sparse=always: only the blocks the file system wrote are copied.
+            run(Command::new("cp")
+                .args(["--sparse=always", "--reflink=auto"])
+                .arg(&self.info.image)
+                .arg(&image))?;
+        }
+        let loop_dev = run(Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&image))?;
+        info.loop_device = PathBuf::from(loop_dev);
+        guard.info = info.clone();
+        write_marker(&info)?;
+        fs::create_dir_all(&mountpoint)?;
+        // The copy has the source's UUID: xfs refuses a second mount of it unless told
+        // (btrfs gives a cloned single-device fs a temporary fsid by itself since 6.7).
+        let options = (fs == FsType::Xfs).then_some("nouuid");
+        mount_fs(&info.loop_device, &mountpoint, fs, options)?;
         Ok(guard)
     }
 
@@ -336,6 +367,77 @@ fn enable_xfs_exchange_range(dev: &Path) -> Result<()> {
             .arg(dev))?;
     }
     Ok(())
+}
+
+/// The directory a new scratch file system lives in, and whether fragkit made it.
+fn new_scratch_dir(dir: Option<&Path>) -> Result<(PathBuf, bool)> {
+    match dir {
+        Some(d) => {
+            fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
+            if d.join(MARKER).exists() {
+                bail!("{}: already holds a scratch file system", d.display());
+            }
+            Ok((d.canonicalize()?, false))
+        }
+        None => {
+            let d = tempfile::Builder::new()
+                .prefix("fragkit-scratch-")
+                .tempdir()
+                .context("cannot create a temporary directory")?;
+            Ok((d.keep(), true))
+        }
+    }
+}
+
+fn mount_fs(dev: &Path, mountpoint: &Path, fs: FsType, options: Option<&str>) -> Result<()> {
+    nix::mount::mount(
+        Some(dev),
+        mountpoint,
+        Some(fs.name()),
+        nix::mount::MsFlags::empty(),
+        options,
+    )
+    .map_err(|e| {
+        anyhow!(
+            "mount {} on {} ({}{}) failed: {e}",
+            dev.display(),
+            mountpoint.display(),
+            fs.name(),
+            options.map(|o| format!(", -o {o}")).unwrap_or_default()
+        )
+    })
+}
+
+// include/uapi/linux/fs.h
+nix::ioctl_readwrite!(fifreeze, b'X', 119, libc::c_int);
+nix::ioctl_readwrite!(fithaw, b'X', 120, libc::c_int);
+
+/// A frozen file system (all dirty data and metadata on the device, writes blocked);
+/// thawed when dropped, so an error while frozen cannot leave it stuck.
+struct Frozen {
+    dir: fs::File,
+}
+
+impl Frozen {
+    fn freeze(mountpoint: &Path) -> Result<Frozen> {
+        let dir = fs::File::open(mountpoint)
+            .with_context(|| format!("{}: cannot open", mountpoint.display()))?;
+        let mut arg: libc::c_int = 0;
+        // SAFETY: FIFREEZE takes no meaningful argument; the fd is an open directory.
+        unsafe { fifreeze(dir.as_raw_fd(), &mut arg) }
+            .map_err(|e| anyhow!("{}: cannot freeze: {e}", mountpoint.display()))?;
+        Ok(Frozen { dir })
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let mut arg: libc::c_int = 0;
+        // SAFETY: as for FIFREEZE.
+        if let Err(e) = unsafe { fithaw(self.dir.as_raw_fd(), &mut arg) } {
+            eprintln!("fragkit: thawing a scratch file system failed: {e}");
+        }
+    }
 }
 
 fn write_marker(info: &ScratchInfo) -> Result<()> {

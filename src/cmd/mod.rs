@@ -4,6 +4,7 @@ pub mod age;
 pub mod bench;
 pub mod defrag;
 pub mod free;
+pub mod lab;
 pub mod map;
 pub mod probe;
 pub mod scan;
@@ -25,5 +26,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Trace(args) => trace::run(args),
         Command::Age { action } => age::run(action),
         Command::Watch(args) => watch::run(args),
+        Command::Lab(args) => lab::run(args),
     }
 }

@@ -1,4 +1,4 @@
-//! `fragkit scratch create|destroy|list`
+//! `fragkit scratch create|clone|destroy|list`
 
 use anyhow::Result;
 
@@ -25,21 +25,16 @@ pub fn run(action: ScratchAction) -> Result<i32> {
                 mount_options,
             };
             let info = Scratch::create(&spec)?.keep();
-            match format {
-                InfoFormat::Json => println!("{}", serde_json::to_string_pretty(&info)?),
-                InfoFormat::Table => {
-                    println!("{}", info.mountpoint.display());
-                    eprintln!(
-                        "{} of {} on {} (image {}); remove with: fragkit scratch destroy {}",
-                        crate::units::HumanBytes(info.size),
-                        info.fs,
-                        info.loop_device.display(),
-                        info.image.display(),
-                        info.mountpoint.display()
-                    );
-                }
-            }
-            Ok(0)
+            print_info(&info, format)
+        }
+        ScratchAction::Clone {
+            mountpoint,
+            dir,
+            format,
+        } => {
+            scratch::require_root("cloning a scratch file system")?;
+            let info = Scratch::open_existing(&mountpoint)?.clone_to(dir)?.keep();
+            print_info(&info, format)
         }
         ScratchAction::Destroy { mountpoint } => {
             scratch::require_root("destroying a scratch file system")?;
@@ -65,4 +60,22 @@ pub fn run(action: ScratchAction) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+fn print_info(info: &scratch::ScratchInfo, format: InfoFormat) -> Result<i32> {
+    match format {
+        InfoFormat::Json => println!("{}", serde_json::to_string_pretty(info)?),
+        InfoFormat::Table => {
+            println!("{}", info.mountpoint.display());
+            eprintln!(
+                "{} of {} on {} (image {}); remove with: fragkit scratch destroy {}",
+                crate::units::HumanBytes(info.size),
+                info.fs,
+                info.loop_device.display(),
+                info.image.display(),
+                info.mountpoint.display()
+            );
+        }
+    }
+    Ok(0)
 }

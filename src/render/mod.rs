@@ -1,6 +1,7 @@
 //! Pictures of layouts: block maps in FragTracer's semantics (PNG, SVG, HTML) and
 //! FragTracer's artefacts. Usable without the CLI (watch writes artefacts every tick).
 
+pub mod bars;
 pub mod blockmap;
 pub mod canvas;
 pub mod config;

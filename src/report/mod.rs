@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod filefrag;
 pub mod free;
+pub mod lab;
 pub mod probe;
 pub mod progress;
 pub mod scan;

@@ -1,0 +1,37 @@
+//! `fragkit lab`
+
+use anyhow::{bail, Result};
+
+use crate::cli::{InfoFormat, LabArgs};
+use crate::lab::{self, LabSpec};
+
+pub fn run(a: LabArgs) -> Result<i32> {
+    if a.size < 256 << 20 {
+        bail!(
+            "--size {}: expected at least 256M (the lab fills it, clones it and measures reads)",
+            crate::units::HumanBytes(a.size)
+        );
+    }
+    let spec = LabSpec {
+        fs: a.fs,
+        size: a.size,
+        workload: a.workload,
+        out: a.out.clone(),
+        files: a.files,
+        paf: a.paf,
+        iterations: a.iterations,
+        baseline: !a.no_baseline,
+        keep: a.keep,
+        scratch_dir: a.scratch_dir,
+        seed: a.seed,
+    };
+    let report = lab::run(&spec)?;
+    let out = a.out.canonicalize().unwrap_or(a.out);
+    match a.format {
+        InfoFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        InfoFormat::Table => crate::cmd::bench::write_output(|w| {
+            crate::report::lab::write_summary(w, &report, &out)
+        })?,
+    }
+    Ok(0)
+}

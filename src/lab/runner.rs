@@ -1,0 +1,219 @@
+//! Runs each lab step as a real `fragkit` (or tool) command, so that every figure in the
+//! report comes from a command a user can type, and the report can list them exactly.
+
+use std::fs;
+use std::io::{self, IsTerminal};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+/// One step as the report shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    pub n: usize,
+    pub name: String,
+    /// The command with the lab's paths shown as $BASE, $PICK, ... (see `variables`).
+    pub command: String,
+    pub seconds: f64,
+    pub exit_status: i32,
+    /// The command's stderr, relative to the output directory.
+    pub log: String,
+    /// Its stdout (usually a JSON report), relative to the output directory.
+    pub output: Option<String>,
+}
+
+pub struct Runner {
+    exe: PathBuf,
+    out: PathBuf,
+    /// Shell variables the shown commands use, longest path first when substituting.
+    vars: Vec<(String, PathBuf)>,
+    pub steps: Vec<StepRecord>,
+    bar: ProgressBar,
+}
+
+impl Runner {
+    pub fn new(out: &Path, planned_steps: u64) -> Result<Runner> {
+        let exe = std::env::current_exe().context("cannot find the fragkit executable")?;
+        fs::create_dir_all(out.join("logs"))?;
+        fs::create_dir_all(out.join("data"))?;
+        let bar = ProgressBar::with_draw_target(
+            Some(planned_steps),
+            ProgressDrawTarget::stderr_with_hz(10),
+        );
+        if !io::stderr().is_terminal() {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{pos}/{len}] {msg} {elapsed}")
+                .expect("static template"),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Ok(Runner {
+            exe,
+            out: out.to_path_buf(),
+            vars: vec![("OUT".into(), out.to_path_buf())],
+            steps: Vec::new(),
+            bar,
+        })
+    }
+
+    pub fn exe(&self) -> &Path {
+        &self.exe
+    }
+
+    /// From now on show `path` as `$name` in commands.
+    pub fn define(&mut self, name: &str, path: &Path) {
+        self.vars.push((name.to_string(), path.to_path_buf()));
+        self.vars
+            .sort_by_key(|(_, p)| std::cmp::Reverse(p.as_os_str().len()));
+    }
+
+    pub fn variables(&self) -> Vec<(String, PathBuf)> {
+        self.vars.clone()
+    }
+
+    /// A note that stays on screen above the progress line (and goes to stderr otherwise).
+    pub fn say(&self, text: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("{text}");
+        } else {
+            self.bar.println(text);
+        }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+
+    /// The command line as a user would type it: fragkit by name, paths as variables.
+    pub fn show(&self, program: &str, args: &[String]) -> String {
+        let mut words = vec![program.to_string()];
+        for a in args {
+            words.push(self.shell_word(a));
+        }
+        words.join(" ")
+    }
+
+    fn shell_word(&self, a: &str) -> String {
+        if a == self.exe.to_string_lossy() {
+            return "fragkit".into();
+        }
+        let mut text = a.to_string();
+        let mut substituted = false;
+        for (name, path) in &self.vars {
+            let p = path.to_string_lossy();
+            if !p.is_empty() && text.contains(&*p) {
+                text = text.replace(&*p, &format!("${{{name}}}"));
+                substituted = true;
+            }
+        }
+        let plain = |c: char| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c);
+        if substituted {
+            format!("\"{text}\"")
+        } else if !text.is_empty() && text.chars().all(plain) {
+            text
+        } else {
+            format!("'{}'", text.replace('\'', "'\\''"))
+        }
+    }
+
+    /// Run `fragkit ARGS`; returns its stdout. `output` names the file stdout is kept in.
+    pub fn fragkit(&mut self, name: &str, args: &[String], output: Option<&str>) -> Result<String> {
+        let exe = self.exe.clone();
+        let shown = self.show("fragkit", args);
+        self.run(name, &exe, args, shown, output)
+    }
+
+    /// Run another program (a baseline tool) the same way.
+    pub fn tool(&mut self, name: &str, program: &str, args: &[String]) -> Result<String> {
+        let shown = self.show(program, args);
+        self.run(name, Path::new(program), args, shown, None)
+    }
+
+    /// Record a step the lab did itself (shown as the equivalent command).
+    pub fn record(&mut self, name: &str, shown: String, seconds: f64, output: Option<&str>) {
+        let n = self.steps.len() + 1;
+        self.steps.push(StepRecord {
+            n,
+            name: name.to_string(),
+            command: shown,
+            seconds,
+            exit_status: 0,
+            log: String::new(),
+            output: output.map(|o| format!("data/{o}")),
+        });
+        self.bar.inc(1);
+        self.say(&format!("  done  {name} ({seconds:.1} s)"));
+    }
+
+    pub fn begin(&self, name: &str) {
+        self.bar.set_message(name.to_string());
+    }
+
+    fn run(
+        &mut self,
+        name: &str,
+        program: &Path,
+        args: &[String],
+        shown: String,
+        output: Option<&str>,
+    ) -> Result<String> {
+        let n = self.steps.len() + 1;
+        self.bar.set_message(name.to_string());
+        let slug: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let log = format!("logs/{n:02}-{slug}.log");
+        let log_file = fs::File::create(self.out.join(&log))?;
+        let t = Instant::now();
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log_file))
+            .spawn()
+            .map_err(|e| anyhow!("{}: cannot run: {e}", program.display()))?;
+        let result = child.wait_with_output()?;
+        let seconds = t.elapsed().as_secs_f64();
+        let stdout = String::from_utf8_lossy(&result.stdout).into_owned();
+        let output = output.map(|o| format!("data/{o}"));
+        if let Some(o) = &output {
+            fs::write(self.out.join(o), &stdout)?;
+        }
+        let code = result.status.code().unwrap_or(-1);
+        self.steps.push(StepRecord {
+            n,
+            name: name.to_string(),
+            command: shown.clone(),
+            seconds,
+            exit_status: code,
+            log: log.clone(),
+            output,
+        });
+        self.bar.inc(1);
+        if !result.status.success() {
+            let text = fs::read_to_string(self.out.join(&log)).unwrap_or_default();
+            let last = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("(no message)");
+            bail!(
+                "step '{name}' failed (exit {code}): {last}\n  command: {shown}\n  log: {}",
+                self.out.join(&log).display()
+            );
+        }
+        self.say(&format!("  done  {name} ({seconds:.1} s)"));
+        Ok(stdout)
+    }
+}
+
+/// Parse a step's JSON stdout, naming the step when it is not JSON.
+pub fn json(step: &str, text: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).with_context(|| format!("step '{step}': output is not JSON"))
+}

@@ -1,0 +1,444 @@
+//! The lab's outputs: report.json, report.html (maps side by side, the comparison table,
+//! a bar chart, per-file fragments, the commands, the machine), reproduce.sh and a text
+//! summary for the terminal.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::lab::{LabReport, MethodResult};
+use crate::render::bars::{write_panels, Bar, Panel};
+use crate::units::{short_size, HumanBytes};
+
+const CHART: &str = "maps/comparison.png";
+
+fn colour(name: &str) -> [u8; 3] {
+    match name {
+        "before" => [150, 150, 150],
+        "pick" | "bypass" => [40, 140, 90],
+        "full" => [200, 110, 40],
+        _ => [70, 110, 190],
+    }
+}
+
+/// Write every output into `out` (the report's `images` is filled in here).
+pub fn write_all(out: &Path, report: &mut LabReport) -> Result<()> {
+    write_chart(out, report)?;
+    report.images = report
+        .methods
+        .iter()
+        .map(|m| m.map.clone())
+        .chain([CHART.to_string()])
+        .collect();
+    let json = serde_json::to_string_pretty(report)? + "\n";
+    fs::write(out.join("report.json"), json).context("writing report.json")?;
+    fs::write(out.join("report.html"), html(report)).context("writing report.html")?;
+    let script = out.join("reproduce.sh");
+    fs::write(&script, reproduce_script(report)).context("writing reproduce.sh")?;
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+fn write_chart(out: &Path, r: &LabReport) -> Result<()> {
+    let rows = |f: &dyn Fn(&MethodResult) -> Option<(f64, String)>| -> Vec<Bar> {
+        r.methods
+            .iter()
+            .filter_map(|m| {
+                f(m).map(|(value, text)| Bar {
+                    label: m.name.clone(),
+                    value,
+                    text,
+                    colour: colour(&m.name),
+                })
+            })
+            .collect()
+    };
+    let panels = [
+        Panel {
+            title: "bytes written by the defragmenter".into(),
+            subtitle: "device counters; fewer is better".into(),
+            bars: rows(&|m| {
+                m.defrag.as_ref().map(|d| {
+                    (
+                        d.device_bytes_written as f64,
+                        HumanBytes(d.device_bytes_written).to_string(),
+                    )
+                })
+            }),
+        },
+        Panel {
+            title: "device read requests".into(),
+            subtitle: format!(
+                "one pass of the {} workload; fewer is better",
+                r.workload.name()
+            ),
+            bars: rows(&|m| {
+                Some((
+                    m.workload.device_reads,
+                    format!("{:.0}", m.workload.device_reads),
+                ))
+            }),
+        },
+        Panel {
+            title: "workload throughput".into(),
+            subtitle: "MB/s, trimmed mean; more is better".into(),
+            bars: rows(&|m| {
+                Some((
+                    m.workload.mb_per_s,
+                    format!("{:.0} MB/s", m.workload.mb_per_s),
+                ))
+            }),
+        },
+    ];
+    write_panels(
+        &format!(
+            "fragkit lab: {} {}, {} workload, {} files of {}",
+            HumanBytes(r.size),
+            r.fs,
+            r.workload.name(),
+            r.files,
+            HumanBytes(r.file_size)
+        ),
+        &panels,
+        &out.join(CHART),
+    )
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn pct_change(after: f64, before: f64) -> String {
+    if before <= 0.0 {
+        return "–".into();
+    }
+    let c = (after / before - 1.0) * 100.0;
+    format!("{}{c:.1}%", if c > 0.0 { "+" } else { "" })
+}
+
+/// One sentence per defragmenter: what it cost and what it bought.
+pub fn verdicts(r: &LabReport) -> Vec<String> {
+    let before = &r.methods[0];
+    let full_written = r
+        .methods
+        .iter()
+        .find(|m| m.name == "full")
+        .and_then(|m| m.defrag.as_ref())
+        .map(|d| d.device_bytes_written);
+    r.methods[1..]
+        .iter()
+        .map(|m| {
+            let d = m.defrag.as_ref();
+            let own = m.workload_before.as_ref().unwrap_or(&before.workload);
+            let written = d.map_or(0, |d| d.device_bytes_written);
+            let share = match (m.name.as_str(), full_written) {
+                ("full", _) | (_, None) | (_, Some(0)) => String::new(),
+                (_, Some(f)) => format!(" ({:.0}% of full's)", written as f64 / f as f64 * 100.0),
+            };
+            format!(
+                "{}: wrote {}{share} in {:.1} s; the workload's device reads went {:.0} → {:.0} ({}), throughput {:.0} → {:.0} MB/s ({}) on the same clone.",
+                m.name,
+                HumanBytes(written),
+                d.map_or(0.0, |d| d.seconds),
+                own.device_reads,
+                m.workload.device_reads,
+                pct_change(m.workload.device_reads, own.device_reads),
+                own.mb_per_s,
+                m.workload.mb_per_s,
+                pct_change(m.workload.mb_per_s, own.mb_per_s),
+            )
+        })
+        .collect()
+}
+
+fn html(r: &LabReport) -> String {
+    let rs = short_size(r.request_size);
+    let mut h = String::new();
+    let title = format!(
+        "fragkit lab — {} {}, {} workload",
+        HumanBytes(r.size),
+        r.fs,
+        r.workload.name()
+    );
+    let _ = write!(
+        h,
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: "DejaVu Sans", system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 24px 32px; color: #222; line-height: 1.45; }}
+h1 {{ font-size: 26px; margin: 0 0 4px; }}
+h2 {{ font-size: 19px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }}
+.sub {{ color: #666; margin: 0 0 16px; }}
+.verdict {{ background: #f4f8f5; border-left: 4px solid #289a5a; padding: 10px 16px; margin: 16px 0; }}
+.verdict p {{ margin: 4px 0; }}
+.note {{ background: #fff7e6; border-left: 4px solid #d99a20; padding: 8px 16px; margin: 12px 0; }}
+.maps {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr)); gap: 16px; }}
+.maps figure {{ margin: 0; }}
+.maps img {{ width: 100%; border: 1px solid #ccc; }}
+figcaption {{ font-size: 14px; color: #444; margin-top: 4px; }}
+table {{ border-collapse: collapse; font-size: 14px; margin: 8px 0; }}
+th, td {{ border-bottom: 1px solid #e3e3e3; padding: 5px 10px; text-align: right; }}
+th {{ background: #f5f5f5; }}
+td.l, th.l {{ text-align: left; }}
+pre {{ background: #f6f6f6; padding: 12px; overflow-x: auto; font-size: 13px; }}
+code {{ font-size: 13px; }}
+.chart {{ max-width: 100%; }}
+dl {{ display: grid; grid-template-columns: max-content auto; gap: 2px 16px; font-size: 14px; }}
+dt {{ color: #666; }} dd {{ margin: 0; }}
+</style></head><body>
+<h1>{title}</h1>
+<p class="sub">{} files of {} fragmented on a scratch {} file system, read by the <b>{}</b> workload ({}), then defragmented on block-for-block clones. Run {} UTC, {:.0} s.</p>
+"#,
+        r.files,
+        HumanBytes(r.file_size),
+        r.fs,
+        r.workload.name(),
+        esc(&r.workload_description),
+        esc(&r.started_utc),
+        r.seconds
+    );
+    h.push_str("<div class=\"verdict\">\n");
+    for v in verdicts(r) {
+        let _ = writeln!(h, "<p>{}</p>", esc(&v));
+    }
+    h.push_str("</div>\n");
+    for n in &r.notes {
+        let _ = writeln!(h, "<div class=\"note\">{}</div>", esc(n));
+    }
+
+    h.push_str("<h2>Block maps</h2>\n<p>Each picture shows the whole device; the workload's files are drawn in alternating dark shades per fragment, everything else in beige, free space white.</p>\n<div class=\"maps\">\n");
+    for m in &r.methods {
+        let _ = writeln!(
+            h,
+            "<figure><a href=\"{0}\"><img src=\"{0}\" alt=\"block map: {1}\"></a><figcaption><b>{1}</b>: {2} fragments, {3} extra requests at {rs}</figcaption></figure>",
+            esc(&m.map),
+            esc(&m.name),
+            m.layout.fragments,
+            m.layout.extra
+        );
+    }
+    h.push_str("</div>\n");
+
+    let _ = write!(
+        h,
+        "<h2>Comparison</h2>\n<img class=\"chart\" src=\"{CHART}\" alt=\"bar chart: bytes written, device read requests and MB/s per method\">\n"
+    );
+    let _ = writeln!(
+        h,
+        "<table><tr><th class=\"l\">method</th><th class=\"l\">what it moves</th><th>device bytes written</th><th>write requests</th><th>defrag time</th><th>fragments</th><th>extra requests at {rs}</th><th>workload device reads</th><th>predicted</th><th>MB/s</th><th>CoV</th><th>MB/s before, same clone</th></tr>"
+    );
+    for m in &r.methods {
+        let d = m.defrag.as_ref();
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"l\"><b>{}</b></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.1}</td><td>{:.1}%</td><td>{}</td></tr>",
+            esc(&m.name),
+            esc(&m.description),
+            d.map_or("–".into(), |d| HumanBytes(d.device_bytes_written).to_string()),
+            d.map_or("–".into(), |d| d.device_write_requests.to_string()),
+            d.map_or("–".into(), |d| format!("{:.1} s", d.seconds)),
+            m.layout.fragments,
+            m.layout.extra,
+            m.workload.device_reads,
+            m.workload
+                .predicted_device_reads
+                .map_or("–".into(), |p| p.to_string()),
+            m.workload.mb_per_s,
+            m.workload.mb_per_s_cov * 100.0,
+            m.workload_before
+                .as_ref()
+                .map_or("–".into(), |b| format!("{:.1}", b.mb_per_s))
+        );
+    }
+    h.push_str("</table>\n");
+    let _ = writeln!(
+        h,
+        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model (S(R) summed over the workload's requests) from FIEMAP; it should equal the device reads. MB/s is the trimmed mean of {} iterations with the page cache dropped before each; each clone's workload was also measured just before its defragmenter ran, because loop devices' backing files differ in the host's layout (the \"before\" row is the pick clone's).</p>",
+        r.iterations
+    );
+
+    h.push_str("<h2>Files</h2>\n<table><tr><th class=\"l\">file</th><th>size</th>");
+    for m in &r.methods {
+        let _ = write!(h, "<th>fragments: {}</th>", esc(&m.name));
+    }
+    h.push_str("</tr>\n");
+    for f in &r.file_rows {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{}</td>",
+            esc(&f.file),
+            HumanBytes(f.size)
+        );
+        for n in &f.fragments {
+            let _ = write!(h, "<td>{n}</td>");
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+
+    h.push_str("<h2>How it was fragmented</h2>\n<dl>\n");
+    let paf = &r.scratch.paf;
+    let _ = writeln!(
+        h,
+        "<dt>PaF structure</dt><dd><code>{}</code>: filled to {:.1}% with {} files, deleted {} at random, leaving {:.1}% used in small holes</dd>",
+        esc(paf["spec"].as_str().unwrap_or("")),
+        paf.pointer("/generations/0/used_pct_after_fill").and_then(|v| v.as_f64()).unwrap_or(0.0),
+        paf.pointer("/generations/0/files_written").and_then(|v| v.as_u64()).unwrap_or(0),
+        paf.pointer("/generations/0/files_deleted").and_then(|v| v.as_u64()).unwrap_or(0),
+        paf.pointer("/generations/0/used_pct_after_delete").and_then(|v| v.as_f64()).unwrap_or(0.0),
+    );
+    let syn = &r.scratch.synthetic;
+    let _ = writeln!(
+        h,
+        "<dt>FragPicker synthetic</dt><dd>{} files grown round-robin in 4 KiB O_DIRECT appends (32 small + one 128 KiB per round, {} rounds): {} fragments in all</dd>",
+        r.files,
+        syn["rounds"].as_u64().unwrap_or(0),
+        syn["fragments"].as_u64().unwrap_or(0)
+    );
+    if let Some(free) = &r.scratch.free_space {
+        let bs = free["block_size"].as_u64().unwrap_or(4096);
+        let _ = writeln!(
+            h,
+            "<dt>free space (before the defragmenters)</dt><dd>{} free extents, largest {}, mean {}</dd>",
+            free["free_extents"].as_u64().unwrap_or(0),
+            HumanBytes(free["max_free_extent_blocks"].as_u64().unwrap_or(0) * bs),
+            HumanBytes((free["avg_free_extent_blocks"].as_f64().unwrap_or(0.0) * bs as f64) as u64),
+        );
+    }
+    if let Some(t) = &r.trace {
+        let _ = writeln!(
+            h,
+            "<dt>trace</dt><dd>{} events, {} dropped; pick migrated only the ranges the traced workload touched</dd>",
+            t["events"].as_u64().unwrap_or(0),
+            t["dropped"].as_u64().unwrap_or(0)
+        );
+    }
+    h.push_str("</dl>\n");
+
+    h.push_str("<h2>Reproduce</h2>\n<p>Every figure above came from these commands (as root; <a href=\"reproduce.sh\">reproduce.sh</a> runs them). Each step's output is in <code>data/</code>, its stderr in <code>logs/</code>.</p>\n<pre>");
+    h.push_str(&esc(&reproduce_script(r)));
+    h.push_str("</pre>\n");
+
+    let m = &r.machine;
+    h.push_str("<h2>Machine and file system</h2>\n<dl>\n");
+    for (k, v) in [
+        ("kernel", m.kernel.clone()),
+        ("CPU", format!("{} ({} CPUs)", m.cpu, m.cpus)),
+        ("memory", HumanBytes(m.memory_bytes).to_string()),
+        ("host", m.hostname.clone()),
+        ("fragkit", m.fragkit_version.clone()),
+        ("file system", format!("{} of {}", r.fs, HumanBytes(r.size))),
+        ("mkfs", r.scratch.mkfs.clone()),
+        (
+            "device",
+            format!(
+                "{} backed by {} (on {}), cloned block for block for each method",
+                r.scratch.loop_device, r.scratch.image, m.image_store
+            ),
+        ),
+        (
+            "workload",
+            format!(
+                "{} ({}), request size {rs}",
+                r.workload.name(),
+                r.workload_description
+            ),
+        ),
+    ] {
+        let _ = writeln!(h, "<dt>{k}</dt><dd>{}</dd>", esc(&v));
+    }
+    h.push_str("</dl>\n</body></html>\n");
+    h
+}
+
+/// The steps as a shell script: variables first, then each command.
+fn reproduce_script(r: &LabReport) -> String {
+    let mut s = String::from(
+        "#!/bin/sh\n# fragkit lab, step by step (run as root). Each defragmenter runs on its own\n# block-for-block clone of the fragmented file system.\nset -e\n",
+    );
+    let _ = writeln!(
+        s,
+        "OUT=${{OUT:-./fragkit-lab-repro}}; mkdir -p \"$OUT/maps\" \"$OUT/data\""
+    );
+    for step in &r.steps {
+        let cmd = &step.command;
+        let line = if step.name == "scratch create" {
+            format!(
+                "BASE=$({} | sed -n 's/.*\"mountpoint\": \"\\(.*\\)\".*/\\1/p')",
+                cmd
+            )
+        } else if let Some(var) = step
+            .name
+            .strip_prefix("scratch clone (")
+            .and_then(|v| v.strip_suffix(')'))
+        {
+            format!(
+                "{}=$({} | sed -n 's/.*\"mountpoint\": \"\\(.*\\)\".*/\\1/p')",
+                var.to_uppercase(),
+                cmd
+            )
+        } else {
+            match &step.output {
+                Some(o) => format!("{cmd} > \"${{OUT}}/{o}\""),
+                None => cmd.clone(),
+            }
+        };
+        let _ = writeln!(s, "\n# {}. {}\n{line}", step.n, step.name);
+    }
+    s.push_str("\n# clean up\n");
+    for var in ["TOOL", "FULL", "PICK", "BASE"] {
+        if r.variables.contains_key(var) {
+            let _ = writeln!(s, "fragkit scratch destroy \"${{{var}}}\"");
+        }
+    }
+    s
+}
+
+/// What the terminal shows at the end.
+pub fn write_summary(w: &mut dyn std::io::Write, r: &LabReport, out: &Path) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "fragkit lab: {} {}, {} workload, {} files of {} ({:.0} s)",
+        HumanBytes(r.size),
+        r.fs,
+        r.workload.name(),
+        r.files,
+        HumanBytes(r.file_size),
+        r.seconds
+    )?;
+    writeln!(
+        w,
+        "{:<10} {:>12} {:>10} {:>10} {:>14} {:>10}",
+        "method", "written", "fragments", "extra", "device reads", "MB/s"
+    )?;
+    for m in &r.methods {
+        writeln!(
+            w,
+            "{:<10} {:>12} {:>10} {:>10} {:>14.0} {:>10.1}",
+            m.name,
+            m.defrag
+                .as_ref()
+                .map_or("–".into(), |d| HumanBytes(d.device_bytes_written)
+                    .to_string()),
+            m.layout.fragments,
+            m.layout.extra,
+            m.workload.device_reads,
+            m.workload.mb_per_s
+        )?;
+    }
+    for v in verdicts(r) {
+        writeln!(w, "{v}")?;
+    }
+    for n in &r.notes {
+        writeln!(w, "note: {n}")?;
+    }
+    writeln!(w, "report: {}", out.join("report.html").display())
+}
