@@ -1,0 +1,128 @@
+//! `fragkit lab` end to end: a real scratch ext4, real aging, a traced workload, three
+//! defragmenters on block-for-block clones, and the report they produce.
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+fn method<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no method {name} in the report"))
+}
+
+fn f(v: &Value, ptr: &str) -> f64 {
+    v.pointer(ptr)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("no number at {ptr}"))
+}
+
+#[test]
+fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
+    common::require_root();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("lab");
+    let printed = common::fragkit_json(&[
+        "lab",
+        "--size",
+        "512M",
+        "--out",
+        dir.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json written");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        printed["methods"], report["methods"],
+        "stdout and report.json agree"
+    );
+
+    // BPF works on this machine, so pick ran on a traced profile, not the fallback.
+    assert_eq!(report["traced"], true, "notes: {}", report["notes"]);
+    assert!(f(&report, "/trace/ranges") > 0.0);
+
+    let pick = method(&report, "pick");
+    let full = method(&report, "full");
+    let pick_written = f(pick, "/defrag/device_bytes_written");
+    let full_written = f(full, "/defrag/device_bytes_written");
+    assert!(pick_written > 0.0, "pick moved nothing");
+    assert!(
+        pick_written < full_written,
+        "pick wrote {pick_written} bytes, full {full_written}"
+    );
+    for m in [pick, full] {
+        let after = f(m, "/workload/device_reads");
+        let before = f(m, "/workload_before/device_reads");
+        assert!(
+            after < before,
+            "{}: device reads {before} before, {after} after",
+            m["name"]
+        );
+    }
+    // The layout model predicts what the device counted (±2%), before and after.
+    for m in report["methods"].as_array().unwrap() {
+        let seen = f(m, "/workload/device_reads");
+        let predicted = f(m, "/workload/predicted_device_reads");
+        assert!(
+            (seen - predicted).abs() <= predicted * 0.02,
+            "{}: device saw {seen} reads, layout predicted {predicted}",
+            m["name"]
+        );
+    }
+
+    // Every image the page references exists and is a PNG.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let mut images = 0;
+    for part in html.split("src=\"").skip(1) {
+        let src = &part[..part.find('"').unwrap()];
+        let path = dir.join(src);
+        let bytes =
+            std::fs::read(&path).unwrap_or_else(|_| panic!("{src} is referenced but missing"));
+        assert!(bytes.starts_with(b"\x89PNG"), "{src} is not a PNG");
+        images += 1;
+    }
+    let methods = report["methods"].as_array().unwrap().len();
+    assert_eq!(images, methods + 1, "a map per method and the chart");
+    assert!(Path::new(&dir.join("reproduce.sh")).exists());
+
+    // Nothing of the lab's is left mounted.
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    for (var, path) in report["variables"].as_object().unwrap() {
+        if var == "OUT" {
+            continue;
+        }
+        let path = path.as_str().unwrap();
+        assert!(
+            !mountinfo.lines().any(|l| l.split(' ').nth(4) == Some(path)),
+            "${var} ({path}) is still mounted"
+        );
+    }
+}
+
+#[test]
+fn lab_refuses_a_directory_with_other_things_in_it() {
+    common::require_root();
+    let out = tempfile::tempdir().unwrap();
+    std::fs::write(out.path().join("precious.txt"), "keep me").unwrap();
+    let err = common::fragkit_error(&[
+        "lab",
+        "--size",
+        "512M",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("not empty") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("precious.txt")).unwrap(),
+        "keep me"
+    );
+}
