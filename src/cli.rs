@@ -214,7 +214,8 @@ pub enum DefragMode {
 pub enum DefragMethod {
     /// The file system's atomic primitive (MOVE_EXT, COMMIT_RANGE, DEFRAG_RANGE, DEFRAGMENT)
     Auto,
-    /// FragPicker's read+punch+rewrite; not crash-safe, needs --unsafe (comparisons only)
+    /// FragPicker's read+punch+rewrite (f2fs: read+rewrite out of place, ipu_policy 0 for
+    /// the run); not crash-safe, needs --unsafe (comparisons only)
     Rewrite,
 }
 

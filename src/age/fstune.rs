@@ -1,5 +1,5 @@
-//! Allocator knobs aging needs to set for a while and put back: ext4's sysfs tunables and
-//! xfs's reserved block pool. Every change is undone when the guard is dropped.
+//! Allocator knobs aging and defrag need to set for a while and put back: sysfs tunables
+//! (ext4, f2fs) and xfs's reserved block pool. Every change is undone when the guard is dropped.
 
 use std::fs::File;
 use std::io;
@@ -28,33 +28,89 @@ pub fn block_device_name(path: &Path) -> Option<String> {
     Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
-/// One ext4 tunable under /sys/fs/ext4/DEV/, restored on drop.
-pub struct Ext4Tunable {
+/// One sysfs tunable of a mounted file system, /sys/fs/<fs>/<dev>/<name> (ext4's
+/// reserved_clusters, f2fs's ipu_policy, ...), put back to its old value on drop, so an
+/// error or a panic in between never leaves the file system tuned.
+pub struct SysfsTunable {
     path: PathBuf,
     old: String,
+    new: String,
+    restored: bool,
 }
 
-impl Ext4Tunable {
+/// ext4's tunables are the ones aging sets.
+pub type Ext4Tunable = SysfsTunable;
+
+impl SysfsTunable {
     /// Set `/sys/fs/ext4/<dev of path>/<name>` to `value`; None if the knob does not exist.
-    pub fn set(path: &Path, name: &str, value: &str) -> io::Result<Option<Ext4Tunable>> {
+    pub fn set(path: &Path, name: &str, value: &str) -> io::Result<Option<SysfsTunable>> {
+        Self::set_fs(path, "ext4", name, value)
+    }
+
+    /// Set `/sys/fs/<fs>/<dev of path>/<name>` to `value`; None if the knob does not exist.
+    pub fn set_fs(
+        path: &Path,
+        fs: &str,
+        name: &str,
+        value: &str,
+    ) -> io::Result<Option<SysfsTunable>> {
         let Some(dev) = block_device_name(path) else {
             return Ok(None);
         };
-        let knob = PathBuf::from(format!("/sys/fs/ext4/{dev}/{name}"));
+        Self::set_knob(PathBuf::from(format!("/sys/fs/{fs}/{dev}/{name}")), value)
+    }
+
+    /// Set the knob file `knob` to `value`, remembering its old value; None if it does
+    /// not exist.
+    pub fn set_knob(knob: PathBuf, value: &str) -> io::Result<Option<SysfsTunable>> {
         let Ok(old) = std::fs::read_to_string(&knob) else {
             return Ok(None);
         };
         std::fs::write(&knob, value)?;
-        Ok(Some(Ext4Tunable {
+        Ok(Some(SysfsTunable {
             path: knob,
             old: old.trim().to_string(),
+            new: value.to_string(),
+            restored: false,
         }))
+    }
+
+    pub fn knob(&self) -> &Path {
+        &self.path
+    }
+
+    /// The value before `set`.
+    pub fn old(&self) -> &str {
+        &self.old
+    }
+
+    /// The value `set` wrote.
+    pub fn new_value(&self) -> &str {
+        &self.new
+    }
+
+    /// Put the old value back now and say whether the knob reads it back.
+    pub fn restore(mut self) -> io::Result<()> {
+        self.restored = true;
+        std::fs::write(&self.path, &self.old)?;
+        let now = std::fs::read_to_string(&self.path)?;
+        if now.trim() != self.old {
+            return Err(io::Error::other(format!(
+                "{} reads {:?} after restoring {:?}",
+                self.path.display(),
+                now.trim(),
+                self.old
+            )));
+        }
+        Ok(())
     }
 }
 
-impl Drop for Ext4Tunable {
+impl Drop for SysfsTunable {
     fn drop(&mut self) {
-        let _ = std::fs::write(&self.path, &self.old);
+        if !self.restored {
+            let _ = std::fs::write(&self.path, &self.old);
+        }
     }
 }
 
@@ -90,5 +146,35 @@ impl Drop for XfsResblks {
         };
         // SAFETY: as above.
         unsafe { libc::ioctl(self.file.as_raw_fd(), XFS_IOC_SET_RESBLKS as _, &mut r) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guard restores the old value when dropped on an error path, and `restore`
+    /// checks it explicitly (a plain file stands in for the sysfs attribute: same calls).
+    #[test]
+    fn tunable_is_restored_on_drop_and_on_restore() {
+        let dir = std::env::temp_dir().join(format!("fragkit-fstune-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let knob = dir.join("ipu_policy");
+        std::fs::write(&knob, "129\n").unwrap();
+        let failing = || -> io::Result<()> {
+            let _t = SysfsTunable::set_knob(knob.clone(), "0")?.unwrap();
+            assert_eq!(std::fs::read_to_string(&knob)?, "0");
+            Err(io::Error::other("migration failed"))
+        };
+        assert!(failing().is_err());
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "129");
+        let t = SysfsTunable::set_knob(knob.clone(), "0").unwrap().unwrap();
+        assert_eq!((t.old(), t.new_value()), ("129", "0"));
+        t.restore().unwrap();
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "129");
+        assert!(SysfsTunable::set_knob(dir.join("missing"), "0")
+            .unwrap()
+            .is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

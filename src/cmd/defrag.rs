@@ -147,6 +147,19 @@ fn print_table(r: &DefragReport) {
         if r.dry_run { " (expected)" } else { "" },
         s.elapsed_ms as f64 / 1000.0
     );
+    for t in &r.tunables {
+        println!(
+            "{}: {} -> {} for the run, {}",
+            t.knob.display(),
+            t.from,
+            t.to,
+            if t.restored {
+                format!("restored to {}", t.from)
+            } else {
+                "NOT RESTORED".to_string()
+            }
+        );
+    }
     if s.verify_failures > 0 {
         println!("VERIFICATION FAILED on {} ranges", s.verify_failures);
     }

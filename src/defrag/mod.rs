@@ -11,10 +11,12 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
+use crate::age::fstune::SysfsTunable;
 use crate::layout::fiemap;
+use crate::layout::fsinfo::F2FS_MAGIC;
 use crate::layout::walk::map_path;
 use crate::metrics::FileMetrics;
 use crate::scan::scan_paths;
@@ -99,6 +101,69 @@ pub struct DefragReport {
     pub dry_run: bool,
     pub files: Vec<FileResult>,
     pub summary: DefragSummary,
+    /// File-system knobs set for the run (f2fs ipu_policy for --method rewrite).
+    pub tunables: Vec<TunableChange>,
+}
+
+/// A file-system knob defrag changed for the run, and whether it reads its old value again.
+#[derive(Debug, Clone, Serialize)]
+pub struct TunableChange {
+    pub knob: PathBuf,
+    pub from: String,
+    pub to: String,
+    pub restored: bool,
+}
+
+/// Knobs held for the run, one per device; dropping restores them (error paths too).
+#[derive(Default)]
+struct HeldTunables(Vec<(u64, SysfsTunable)>);
+
+impl HeldTunables {
+    /// F2FS overwrites in place under most ipu_policy values; the rewrite method needs
+    /// every write out of place, so switch in-place updates off on `path`'s device.
+    fn f2fs_out_of_place(&mut self, dev: u64, path: &Path) -> Result<()> {
+        if self.0.iter().any(|(d, _)| *d == dev) {
+            return Ok(());
+        }
+        let what = "--method rewrite on f2fs needs out-of-place writes: setting /sys/fs/f2fs/<dev>/ipu_policy";
+        let t = SysfsTunable::set_fs(
+            path,
+            "f2fs",
+            "ipu_policy",
+            migrate::f2fs::OUT_OF_PLACE_POLICY,
+        )
+        .with_context(|| format!("{}: {what} (needs root)", path.display()))?
+        .ok_or_else(|| anyhow!("{}: {what}: no such knob for its device", path.display()))?;
+        self.0.push((dev, t));
+        Ok(())
+    }
+
+    /// Put every knob back and say what was done.
+    fn restore(self) -> Vec<TunableChange> {
+        self.0
+            .into_iter()
+            .map(|(_, t)| {
+                let (knob, from, to) = (
+                    t.knob().to_path_buf(),
+                    t.old().to_string(),
+                    t.new_value().to_string(),
+                );
+                let restored = match t.restore() {
+                    Ok(()) => true,
+                    Err(e) => {
+                        eprintln!("fragkit: {}: restoring {from}: {e}", knob.display());
+                        false
+                    }
+                };
+                TunableChange {
+                    knob,
+                    from,
+                    to,
+                    restored,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Progress events for a progress bar: bytes of planned ranges finished so far.
@@ -139,6 +204,7 @@ pub fn run(
     let mut files = Vec::new();
     let mut moved_total = 0u64;
     let mut done_bytes = 0u64;
+    let mut tunables = HeldTunables::default();
     for (entry, plan) in scan.files.iter().zip(&plans) {
         let before = &entry.metrics.requests[0];
         summary.extra_before += before.extra();
@@ -210,6 +276,9 @@ pub fn run(
             }
         };
         let migrator = migrate::for_fs(entry.file.fs.magic, opts.method, opts.unshare)?;
+        if opts.method == Method::Rewrite && entry.file.fs.magic == F2FS_MAGIC {
+            tunables.f2fs_out_of_place(entry.file.dev, path)?;
+        }
         let mut results = Vec::new();
         let mut checks = Vec::new();
         let mut file_moved = 0u64;
@@ -306,6 +375,7 @@ pub fn run(
         dry_run: opts.dry_run,
         files,
         summary,
+        tunables: tunables.restore(),
     })
 }
 

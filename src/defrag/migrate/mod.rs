@@ -65,6 +65,10 @@ pub enum Method {
 /// The migrator for a file system, by statfs magic.
 pub fn for_fs(magic: u64, method: Method, unshare: bool) -> Result<Box<dyn Migrator>> {
     if method == Method::Rewrite {
+        // F2FS rewrites out of place by itself (given the ipu_policy): no punch needed.
+        if magic == F2FS_MAGIC {
+            return Ok(Box::new(f2fs::Rewrite));
+        }
         return Ok(Box::new(rewrite::Rewrite));
     }
     Ok(match magic {
