@@ -37,7 +37,7 @@ pub enum Workload {
     /// 128 KiB O_DIRECT reads with 128 KiB skipped after each (FragPicker's stride read):
     /// only half of every file is hot
     Stride,
-    /// A key-value store's point lookups: 16 KiB O_DIRECT random reads, 4 KiB aligned, over
+    /// A database's page reads: 16 KiB O_DIRECT random reads of 16 KiB-aligned pages over
     /// the first quarter of each file (its hot key range)
     Db,
 }
@@ -58,7 +58,7 @@ impl Workload {
                 "128 KiB O_DIRECT reads, 128 KiB skipped after each (half of every file hot)"
             }
             Workload::Db => {
-                "16 KiB O_DIRECT random reads, 4 KiB aligned, over the first quarter of each file"
+                "16 KiB O_DIRECT random reads of 16 KiB-aligned pages over the first quarter of each file"
             }
         }
     }
@@ -91,8 +91,6 @@ impl Workload {
                     "16K".into(),
                     "--pattern".into(),
                     "random".into(),
-                    "--align".into(),
-                    "4K".into(),
                     "--size".into(),
                     hot.to_string(),
                     "--count".into(),
@@ -286,6 +284,8 @@ struct Scratches {
     exe: PathBuf,
     mounts: Vec<PathBuf>,
     keep: bool,
+    /// The images directory the lab made itself, removed once the images are gone.
+    images: Option<PathBuf>,
 }
 
 impl Drop for Scratches {
@@ -313,6 +313,17 @@ impl Drop for Scratches {
                 );
             }
         }
+        if let Some(dir) = &self.images {
+            // Only empty directories go: anything still in there is reported, not deleted.
+            if let Ok(entries) = fs::read_dir(dir) {
+                for e in entries.flatten() {
+                    let _ = fs::remove_dir(e.path());
+                }
+            }
+            if fs::remove_dir(dir).is_err() {
+                eprintln!("fragkit lab: {} is not empty; left in place", dir.display());
+            }
+        }
     }
 }
 
@@ -326,6 +337,39 @@ fn p(path: &Path) -> String {
 
 fn u(v: &Value, ptr: &str) -> u64 {
     v.pointer(ptr).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Where the scratch images go: --scratch-dir, else RAM (/dev/shm) when it has room for
+/// every copy (loop devices on a disk file measure the host disk's layout too, which
+/// differs from copy to copy), else $TMPDIR. Returns (dir, made by us, in RAM).
+fn images_dir(spec: &LabSpec, copies: u64) -> Result<(PathBuf, bool, bool)> {
+    if let Some(d) = &spec.scratch_dir {
+        fs::create_dir_all(d)
+            .with_context(|| format!("--scratch-dir {}: cannot create", d.display()))?;
+        let in_ram =
+            crate::layout::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&fs::File::open(d)?))
+                .is_ok_and(|i| i.type_name() == "tmpfs");
+        return Ok((d.canonicalize()?, false, in_ram));
+    }
+    let shm = Path::new("/dev/shm");
+    let room = nix::sys::statvfs::statvfs(shm)
+        .map(|v| v.blocks_available() * v.fragment_size())
+        .unwrap_or(0);
+    let (parent, in_ram) = if room >= copies * spec.size + (1 << 30) {
+        (shm.to_path_buf(), true)
+    } else {
+        (std::env::temp_dir(), false)
+    };
+    let d = tempfile::Builder::new()
+        .prefix("fragkit-lab-")
+        .tempdir_in(&parent)
+        .with_context(|| {
+            format!(
+                "{}: cannot create a directory for the images",
+                parent.display()
+            )
+        })?;
+    Ok((d.keep(), true, in_ram))
 }
 
 /// Refuse an output directory that holds something other than an earlier lab report.
@@ -371,12 +415,21 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     // defrag, scan, map, bench after.
     let planned = 7 + methods_after * 6;
     let mut r = Runner::new(&out, planned)?;
+    let mut notes = Vec::new();
+    let (images, images_made, in_ram) = images_dir(spec, methods_after + 1)?;
+    r.define("IMAGES", &images);
+    if in_ram {
+        notes.push(format!(
+            "The scratch images are in RAM ({}, tmpfs), so MB/s measures what each request costs the kernel and the loop device, not the seeks of this machine's disk; use --scratch-dir DIR to put them on a disk.",
+            images.display()
+        ));
+    }
     let mut scratches = Scratches {
         exe: r.exe().to_path_buf(),
         mounts: Vec::new(),
         keep: spec.keep,
+        images: images_made.then(|| images.clone()),
     };
-    let mut notes = Vec::new();
     let rs = spec.workload.request_size();
     let rs_arg = short_size(rs);
 
@@ -394,12 +447,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
             s("json"),
         ]
         .into_iter()
-        .chain(
-            spec.scratch_dir
-                .as_ref()
-                .map(|d| vec![s("--dir"), p(&d.join("base"))])
-                .unwrap_or_default(),
-        )
+        .chain([s("--dir"), p(&images.join("base"))])
         .collect::<Vec<_>>(),
         Some("scratch-base.json"),
     )?;
@@ -490,12 +538,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
             &format!("scratch clone ({})", var.to_lowercase()),
             &[s("scratch"), s("clone"), p(&base), s("--format"), s("json")]
                 .into_iter()
-                .chain(
-                    spec.scratch_dir
-                        .as_ref()
-                        .map(|d| vec![s("--dir"), p(&d.join(var.to_lowercase()))])
-                        .unwrap_or_default(),
-                )
+                .chain([s("--dir"), p(&images.join(var.to_lowercase()))])
                 .collect::<Vec<_>>(),
             None,
         )?;

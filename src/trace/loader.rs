@@ -219,7 +219,9 @@ pub fn trace(
         Some(m) => {
             let md = fs::metadata(m).map_err(|e| anyhow!("--mount {}: {e}", m.display()))?;
             use std::os::unix::fs::MetadataExt;
-            Some(kernel_dev(md.dev()))
+            // The BPF side sees the superblock's s_dev. btrfs hands stat() a per-subvolume
+            // device instead, so take the one mountinfo shows (which is s_dev).
+            Some(super::resolve::superblock_dev(m).unwrap_or_else(|| kernel_dev(md.dev())))
         }
         None => None,
     };

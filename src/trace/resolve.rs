@@ -17,7 +17,13 @@ use crate::layout::fsinfo::{FsInfo, EXT4_MAGIC, XFS_MAGIC};
 use crate::scratch::unescape_mountinfo;
 
 fn same_file(path: &Path, dev: u32, ino: u64) -> bool {
-    fs::metadata(path).is_ok_and(|m| kernel_dev(m.dev()) == dev && m.ino() == ino)
+    fs::metadata(path).is_ok_and(|m| m.ino() == ino && on_dev(&m, path, dev))
+}
+
+/// Whether a file with metadata `m` at `path` is on the superblock `dev`. stat() usually
+/// reports s_dev; btrfs reports a per-subvolume device, so ask mountinfo then.
+fn on_dev(m: &fs::Metadata, path: &Path, dev: u32) -> bool {
+    kernel_dev(m.dev()) == dev || superblock_dev(path) == Some(dev)
 }
 
 /// The path under which process `tgid` has (dev, ino) open, if it still has.
@@ -28,16 +34,45 @@ pub fn from_proc(tgid: u32, dev: u32, ino: u64) -> Option<PathBuf> {
         let Ok(m) = fs::metadata(ent.path()) else {
             continue;
         };
-        if m.ino() != ino || kernel_dev(m.dev()) != dev {
+        if m.ino() != ino {
             continue;
         }
         let target = fs::read_link(ent.path()).ok()?;
+        if !on_dev(&m, &target, dev) {
+            continue;
+        }
         // Deleted or renamed since it was opened: the link text no longer names it.
         if target.is_absolute() && same_file(&target, dev, ino) {
             return Some(target);
         }
     }
     None
+}
+
+/// The superblock's dev_t (kernel encoding) of the file system holding `path`, from the
+/// mountinfo entry with the longest mount point that contains it.
+pub fn superblock_dev(path: &Path) -> Option<u32> {
+    let path = path.canonicalize().ok()?;
+    let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mut best: Option<(usize, u32)> = None;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        if f.len() < 5 {
+            continue;
+        }
+        let mp = PathBuf::from(unescape_mountinfo(f[4]));
+        if !path.starts_with(&mp) {
+            continue;
+        }
+        let (ma, mi) = f[2].split_once(':')?;
+        let dev = (ma.parse::<u32>().ok()? << 20) | mi.parse::<u32>().ok()?;
+        let depth = mp.as_os_str().len();
+        // Later lines are mounted on top of earlier ones at the same point.
+        if best.map_or(true, |(d, _)| depth >= d) {
+            best = Some((depth, dev));
+        }
+    }
+    best.map(|(_, dev)| dev)
 }
 
 /// Mount point of the device (kernel dev_t), preferring a mount of the file system's root.
@@ -153,6 +188,9 @@ pub fn by_walk(dev: u32, inos: &HashSet<u64>, deadline: Instant) -> HashMap<u64,
     let Some(root) = mount_point(dev) else {
         return found;
     };
+    // The walk stays on the mount: on btrfs its files carry the root's per-subvolume
+    // device rather than s_dev.
+    let root_dev = fs::metadata(&root).map(|m| kernel_dev(m.dev())).ok();
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
         if Instant::now() >= deadline {
@@ -165,7 +203,8 @@ pub fn by_walk(dev: u32, inos: &HashSet<u64>, deadline: Instant) -> HashMap<u64,
             let Ok(m) = ent.metadata() else {
                 continue;
             };
-            if kernel_dev(m.dev()) != dev {
+            let d = kernel_dev(m.dev());
+            if d != dev && Some(d) != root_dev {
                 continue;
             }
             if m.is_dir() {
