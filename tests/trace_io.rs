@@ -357,3 +357,33 @@ fn bad_filters_fail_with_one_line_naming_the_input() {
         );
     }
 }
+
+/// btrfs hands stat() a per-subvolume device number, not the superblock's s_dev the
+/// tracer sees: `--mount` must still select the file system, and paths must resolve.
+#[test]
+fn btrfs_mount_filter_and_paths_resolve() {
+    let s = scratch(FsType::Btrfs, 256 << 20, &[]);
+    let dir = s.mountpoint().to_path_buf();
+    write_data(&dir.join("data"), 1 << 20);
+    let out = tempfile::tempdir().unwrap();
+    let prof = out.path().join("p.json");
+    let o = fragkit(&[
+        "trace",
+        "--mount",
+        dir.to_str().unwrap(),
+        "-o",
+        prof.to_str().unwrap(),
+        "--",
+        "dd",
+        &format!("if={}/data", dir.display()),
+        "of=/dev/null",
+        "bs=128K",
+        "iflag=direct",
+        "status=none",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: Value = serde_json::from_slice(&std::fs::read(&prof).unwrap()).unwrap();
+    assert_eq!(p["unresolved_files"], 0, "{p:#}");
+    let want: Vec<_> = (0..8).map(|i| (i * 128 * K, 128 * K, 1, 0)).collect();
+    assert_eq!(ranges_of(&p, &dir, "data"), want);
+}
