@@ -854,8 +854,8 @@ pub struct LabArgs {
     /// PaF structure laid down first: fill, then delete at random (see `fragkit age paf`)
     #[arg(long, default_value = "PAF:85.50@64K")]
     pub paf: String,
-    /// Measured iterations of the workload per state
-    #[arg(long, default_value_t = 3)]
+    /// Measured iterations of the workload per state (trimmed mean: the extremes are dropped)
+    #[arg(long, default_value_t = 5)]
     pub iterations: u32,
     /// Skip the file system's own defragmenter (e4defrag, xfs_fsr, btrfs defragment)
     #[arg(long)]

@@ -56,9 +56,9 @@ fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
         pick_written < full_written,
         "pick wrote {pick_written} bytes, full {full_written}"
     );
+    let before = f(method(&report, "before"), "/workload/device_reads");
     for m in [pick, full] {
         let after = f(m, "/workload/device_reads");
-        let before = f(m, "/workload_before/device_reads");
         assert!(
             after < before,
             "{}: device reads {before} before, {after} after",

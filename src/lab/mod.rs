@@ -203,9 +203,9 @@ pub struct MethodResult {
     pub defrag: Option<DefragFigures>,
     pub layout: LayoutFigures,
     pub workload: WorkloadFigures,
-    /// The same workload on the same clone just before this method ran: the fair baseline
-    /// for MB/s (for "before", the pick clone's run is the row itself).
-    pub workload_before: Option<WorkloadFigures>,
+    /// MB/s over the untouched file system's MB/s in the same round, median over rounds.
+    pub speedup: Option<f64>,
+    pub speedup_each: Vec<f64>,
     /// Block map, relative to the output directory.
     pub map: String,
 }
@@ -411,9 +411,9 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         None
     };
     let methods_after = 2 + tool.is_some() as u64;
-    // create, paf, synthetic, free, scan, map, trace; per method: clone, bench before,
-    // defrag, scan, map, bench after.
-    let planned = 7 + methods_after * 6;
+    // create, paf, synthetic, free, scan, map, trace; per method: clone, defrag, scan,
+    // map; the workload rounds.
+    let planned = 7 + methods_after * 4 + spec.iterations as u64;
     let mut r = Runner::new(&out, planned)?;
     let mut notes = Vec::new();
     let (images, images_made, in_ram) = images_dir(spec, methods_after + 1)?;
@@ -555,15 +555,6 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         None => None,
     };
 
-    // 5. The workload on each clone before it is defragmented: each method is compared
-    // with its own device (loop devices' backing files differ in the host's layout).
-    let pick_before = bench(&mut r, spec, "before, pick clone", &pick_mp, &names)?;
-    let full_before = bench(&mut r, spec, "before, full clone", &full_mp, &names)?;
-    let tool_before = match &tool_mp {
-        Some(mp) => Some(bench(&mut r, spec, "before, tool clone", mp, &names)?),
-        None => None,
-    };
-
     // 6. Trace the workload on the pick clone: the profile says which ranges are hot. The
     // traced run uses pread (psync): the tracer sees system calls, and io_uring's reads
     // bypass them.
@@ -656,43 +647,62 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         _ => None,
     };
 
-    // 8. Look and measure again, each clone on its own.
-    let mut methods = vec![MethodResult {
-        name: "before".into(),
-        description: String::new(),
-        mountpoint: base.clone(),
-        defrag: None,
-        layout: before_layout,
-        workload: pick_before.clone(),
-        workload_before: None,
-        map: before_map,
-    }];
-    let mut after = |r: &mut Runner,
-                     name: &str,
-                     mp: &Path,
-                     d: DefragFigures,
-                     own_before: WorkloadFigures|
-     -> Result<()> {
-        let (layout, map) = look(r, name, mp, &rs_arg)?;
-        let workload = bench(r, spec, name, mp, &names)?;
+    // 8. Look at each clone again, then run the workload on every state side by side:
+    // each round reads the untouched base and every clone once, in rotating order, so a
+    // change in the machine's speed hits all states alike; speed-ups are paired per round.
+    let mut states: Vec<(String, PathBuf, Option<DefragFigures>)> = vec![
+        ("before".into(), base.clone(), None),
+        (pick_name.into(), pick_mp.clone(), Some(pick_defrag)),
+        ("full".into(), full_mp.clone(), Some(full_defrag)),
+    ];
+    if let (Some((prog, _)), Some(mp), Some(d)) = (&tool, &tool_mp, tool_defrag) {
+        states.push((prog.to_string(), mp.clone(), Some(d)));
+    }
+    let mut looks = vec![(before_layout, before_map)];
+    for (name, mp, _) in &states[1..] {
+        looks.push(look(&mut r, name, mp, &rs_arg)?);
+    }
+    let rounds = bench_rounds(&mut r, spec, &states, &names)?;
+    let figures = states
+        .iter()
+        .map(|(_, mp, _)| workload_figures(&rounds, mp))
+        .collect::<Result<Vec<_>>>()?;
+    let mut methods = Vec::new();
+    for ((name, mp, defrag), ((layout, map), workload)) in states
+        .into_iter()
+        .zip(looks.into_iter().zip(figures.iter().cloned()))
+    {
+        let speedup_each: Vec<f64> = workload
+            .mb_per_s_each
+            .iter()
+            .zip(&figures[0].mb_per_s_each)
+            .map(|(a, b)| if *b > 0.0 { a / b } else { 0.0 })
+            .collect();
         methods.push(MethodResult {
-            name: name.to_string(),
+            speedup: (name != "before").then(|| median(&speedup_each)),
+            speedup_each: if name == "before" {
+                Vec::new()
+            } else {
+                speedup_each
+            },
+            name,
             description: String::new(),
-            mountpoint: mp.to_path_buf(),
-            defrag: Some(d),
+            mountpoint: mp,
+            defrag,
             layout,
             workload,
-            workload_before: Some(own_before),
             map,
         });
-        Ok(())
-    };
-    after(&mut r, pick_name, &pick_mp, pick_defrag, pick_before)?;
-    after(&mut r, "full", &full_mp, full_defrag, full_before)?;
-    if let (Some((prog, _)), Some(mp), Some(d), Some(b)) =
-        (&tool, &tool_mp, tool_defrag, tool_before)
-    {
-        after(&mut r, prog, mp, d, b)?;
+    }
+    let noisiest = methods
+        .iter()
+        .map(|m| m.workload.mb_per_s_cov)
+        .fold(0.0, f64::max);
+    if noisiest > 0.10 {
+        notes.push(format!(
+            "MB/s varied by up to {:.0}% (CoV) between rounds on this machine, so throughput differences that small are noise; the device's request counts are exact.",
+            noisiest * 100.0
+        ));
     }
     if spec.baseline && tool.is_none() {
         notes.push(format!(
@@ -835,30 +845,40 @@ fn look(r: &mut Runner, name: &str, mp: &Path, rs_arg: &str) -> Result<(LayoutFi
     Ok((layout, map))
 }
 
-/// Run the workload on one file system's copy of the files, with the device's counters.
-fn bench(
+/// The workload over every state's copy of the files, `spec.iterations` rounds of one
+/// pass each; round k starts with state k (rotating), so no state always runs first.
+fn bench_rounds(
     r: &mut Runner,
     spec: &LabSpec,
-    step: &str,
-    mp: &Path,
+    states: &[(String, PathBuf, Option<DefragFigures>)],
     names: &[String],
-) -> Result<WorkloadFigures> {
-    let work = mp.join("work");
-    let mut args = spec.workload.bench_args(spec.file_size());
-    args.extend([
-        s("--iterations"),
-        s(spec.iterations),
-        s("--format"),
-        s("json"),
-    ]);
-    args.extend(names.iter().map(|n| p(&work.join(n))));
-    let slug = step.replace([' ', '(', ')'], "-").replace("--", "-");
-    let text = r.fragkit(
-        &format!("bench workload ({step})"),
-        &args,
-        Some(&format!("bench-{}.json", slug.trim_matches('-'))),
-    )?;
-    workload_figures(&json("bench read", &text)?)
+) -> Result<Vec<Value>> {
+    let mut rounds = Vec::new();
+    for k in 0..spec.iterations as usize {
+        let mut args = spec.workload.bench_args(spec.file_size());
+        args.extend([s("--iterations"), s("1"), s("--format"), s("json")]);
+        for i in 0..states.len() {
+            let work = states[(k + i) % states.len()].1.join("work");
+            args.extend(names.iter().map(|n| p(&work.join(n))));
+        }
+        let text = r.fragkit(
+            &format!("bench workload, round {} of {}", k + 1, spec.iterations),
+            &args,
+            Some(&format!("bench-round-{}.json", k + 1)),
+        )?;
+        rounds.push(json("bench read", &text)?);
+    }
+    Ok(rounds)
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn r_out(r: &Runner) -> PathBuf {
@@ -869,27 +889,31 @@ fn r_out(r: &Runner) -> PathBuf {
         .unwrap_or_default()
 }
 
-/// Per iteration, the jobs (one per file, run one after another) add up to one pass of
-/// the workload; MB/s is that pass's bytes over its time.
-fn workload_figures(bench: &Value) -> Result<WorkloadFigures> {
-    let jobs = bench["jobs"]
-        .as_array()
-        .ok_or_else(|| anyhow!("bench read: no jobs in its output"))?;
-    let iterations = jobs
-        .iter()
-        .map(|j| j["iterations"].as_array().map_or(0, |i| i.len()))
-        .min()
-        .unwrap_or(0);
-    if iterations == 0 {
-        bail!("bench read: no measured iterations in its output");
-    }
+/// One state's figures from the rounds: per round, its jobs (one per file, run one after
+/// another) add up to one pass of the workload; MB/s is that pass's bytes over its time.
+fn workload_figures(rounds: &[Value], mp: &Path) -> Result<WorkloadFigures> {
+    let work = mp.join("work");
     let mut reads = Vec::new();
     let mut mbps = Vec::new();
     let (mut bytes, mut requests) = (0, 0);
-    for i in 0..iterations {
+    let mut predicted: Option<u64> = None;
+    for (k, round) in rounds.iter().enumerate() {
+        let jobs: Vec<&Value> = round["jobs"]
+            .as_array()
+            .ok_or_else(|| anyhow!("bench read: no jobs in its output"))?
+            .iter()
+            .filter(|j| {
+                j["path"]
+                    .as_str()
+                    .is_some_and(|p| Path::new(p).starts_with(&work))
+            })
+            .collect();
+        if jobs.is_empty() {
+            bail!("bench read: no job read {}", work.display());
+        }
         let (mut b, mut secs, mut d, mut q) = (0u64, 0f64, 0u64, 0u64);
-        for j in jobs {
-            let it = &j["iterations"][i];
+        for j in &jobs {
+            let it = &j["iterations"][0];
             b += u(it, "/bytes");
             q += u(it, "/requests");
             secs += it["seconds"].as_f64().unwrap_or(0.0);
@@ -903,13 +927,15 @@ fn workload_figures(bench: &Value) -> Result<WorkloadFigures> {
         } else {
             0.0
         });
+        if k == 0 {
+            predicted = jobs
+                .iter()
+                .map(|j| j.pointer("/layout/split").and_then(Value::as_u64))
+                .sum();
+        }
     }
-    let predicted: Option<u64> = jobs
-        .iter()
-        .map(|j| j.pointer("/layout/split").and_then(Value::as_u64))
-        .sum();
     Ok(WorkloadFigures {
-        iterations,
+        iterations: rounds.len(),
         bytes,
         requests,
         device_reads: crate::bench::stats::mean(&reads),

@@ -135,23 +135,22 @@ pub fn verdicts(r: &LabReport) -> Vec<String> {
         .iter()
         .map(|m| {
             let d = m.defrag.as_ref();
-            let own = m.workload_before.as_ref().unwrap_or(&before.workload);
+
             let written = d.map_or(0, |d| d.device_bytes_written);
             let share = match (m.name.as_str(), full_written) {
                 ("full", _) | (_, None) | (_, Some(0)) => String::new(),
                 (_, Some(f)) => format!(" ({:.0}% of full's)", written as f64 / f as f64 * 100.0),
             };
             format!(
-                "{}: wrote {}{share} in {:.1} s; the workload's device reads went {:.0} → {:.0} ({}), throughput {:.0} → {:.0} MB/s ({}) on the same clone.",
+                "{}: wrote {}{share} in {:.1} s; the workload's device reads went {:.0} → {:.0} ({}); throughput ×{:.2} (median of {} side-by-side rounds).",
                 m.name,
                 HumanBytes(written),
                 d.map_or(0.0, |d| d.seconds),
-                own.device_reads,
+                before.workload.device_reads,
                 m.workload.device_reads,
-                pct_change(m.workload.device_reads, own.device_reads),
-                own.mb_per_s,
-                m.workload.mb_per_s,
-                pct_change(m.workload.mb_per_s, own.mb_per_s),
+                pct_change(m.workload.device_reads, before.workload.device_reads),
+                m.speedup.unwrap_or(0.0),
+                m.speedup_each.len(),
             )
         })
         .collect()
@@ -233,7 +232,7 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
     );
     let _ = writeln!(
         h,
-        "<table><tr><th class=\"l\">method</th><th class=\"l\">what it moves</th><th>device bytes written</th><th>write requests</th><th>defrag time</th><th>fragments</th><th>extra requests at {rs}</th><th>workload device reads</th><th>predicted</th><th>MB/s</th><th>CoV</th><th>MB/s before, same clone</th></tr>"
+        "<table><tr><th class=\"l\">method</th><th class=\"l\">what it moves</th><th>device bytes written</th><th>write requests</th><th>defrag time</th><th>fragments</th><th>extra requests at {rs}</th><th>workload device reads</th><th>predicted</th><th>MB/s</th><th>CoV</th><th>speed-up, paired</th></tr>"
     );
     for m in &r.methods {
         let d = m.defrag.as_ref();
@@ -253,15 +252,13 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
                 .map_or("–".into(), |p| p.to_string()),
             m.workload.mb_per_s,
             m.workload.mb_per_s_cov * 100.0,
-            m.workload_before
-                .as_ref()
-                .map_or("–".into(), |b| format!("{:.1}", b.mb_per_s))
+            m.speedup.map_or("–".into(), |x| format!("×{x:.2}"))
         );
     }
     h.push_str("</table>\n");
     let _ = writeln!(
         h,
-        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model (S(R) summed over the workload's requests) from FIEMAP; it should equal the device reads. MB/s is the trimmed mean of {} iterations with the page cache dropped before each; each clone's workload was also measured just before its defragmenter ran, because loop devices' backing files differ in the host's layout (the \"before\" row is the pick clone's).</p>",
+        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model (S(R) summed over the workload's requests) from FIEMAP; it should equal the device reads. The workload ran in {} rounds, each reading the untouched file system and every clone once (order rotating, page cache dropped before each); MB/s is the trimmed mean over rounds, the speed-up the median of each round's ratio to the untouched file system.</p>",
         r.iterations
     );
 
