@@ -413,10 +413,10 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     let methods_after = 2 + tool.is_some() as u64;
     // create, paf, synthetic, free, scan, map, trace; per method: clone, defrag, scan,
     // map; the workload rounds.
-    let planned = 7 + methods_after * 4 + spec.iterations as u64;
+    let planned = 8 + methods_after * 4 + spec.iterations as u64;
     let mut r = Runner::new(&out, planned)?;
     let mut notes = Vec::new();
-    let (images, images_made, in_ram) = images_dir(spec, methods_after + 1)?;
+    let (images, images_made, in_ram) = images_dir(spec, methods_after + 2)?;
     r.define("IMAGES", &images);
     if in_ram {
         notes.push(format!(
@@ -548,6 +548,9 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         r.define(var, &mp);
         Ok(mp)
     };
+    // The untouched state is measured on a clone too, so every state measured is an image
+    // made the same way (a sequential copy), unlike the image the file system wrote itself.
+    let before_mp = clone(&mut r, "BEFORE")?;
     let pick_mp = clone(&mut r, "PICK")?;
     let full_mp = clone(&mut r, "FULL")?;
     let tool_mp = match &tool {
@@ -651,7 +654,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     // each round reads the untouched base and every clone once, in rotating order, so a
     // change in the machine's speed hits all states alike; speed-ups are paired per round.
     let mut states: Vec<(String, PathBuf, Option<DefragFigures>)> = vec![
-        ("before".into(), base.clone(), None),
+        ("before".into(), before_mp.clone(), None),
         (pick_name.into(), pick_mp.clone(), Some(pick_defrag)),
         ("full".into(), full_mp.clone(), Some(full_defrag)),
     ];

@@ -213,19 +213,6 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
         let _ = writeln!(h, "<div class=\"note\">{}</div>", esc(n));
     }
 
-    h.push_str("<h2>Block maps</h2>\n<p>Each picture shows the whole device; the workload's files are drawn in alternating dark shades per fragment, everything else in beige, free space white.</p>\n<div class=\"maps\">\n");
-    for m in &r.methods {
-        let _ = writeln!(
-            h,
-            "<figure><a href=\"{0}\"><img src=\"{0}\" alt=\"block map: {1}\"></a><figcaption><b>{1}</b>: {2} fragments, {3} extra requests at {rs}</figcaption></figure>",
-            esc(&m.map),
-            esc(&m.name),
-            m.layout.fragments,
-            m.layout.extra
-        );
-    }
-    h.push_str("</div>\n");
-
     let _ = write!(
         h,
         "<h2>Comparison</h2>\n<img class=\"chart\" src=\"{CHART}\" alt=\"bar chart: bytes written, device read requests and MB/s per method\">\n"
@@ -258,9 +245,22 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
     h.push_str("</table>\n");
     let _ = writeln!(
         h,
-        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model (S(R) summed over the workload's requests) from FIEMAP; it should equal the device reads. The workload ran in {} rounds, each reading the untouched file system and every clone once (order rotating, page cache dropped before each); MB/s is the trimmed mean over rounds, the speed-up the median of each round's ratio to the untouched file system.</p>",
+        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model (S(R) summed over the workload's requests) from FIEMAP; it should equal the device reads. The workload ran in {} rounds, each reading an untouched clone and every defragmented clone once (order rotating, page cache dropped before each); MB/s is the trimmed mean over rounds, the speed-up the median of each round's ratio to the untouched clone.</p>",
         r.iterations
     );
+
+    h.push_str("<h2>Block maps</h2>\n<p>Each picture shows the whole device; the workload's files are drawn in alternating dark shades per fragment, everything else in beige, free space white.</p>\n<div class=\"maps\">\n");
+    for m in &r.methods {
+        let _ = writeln!(
+            h,
+            "<figure><a href=\"{0}\"><img src=\"{0}\" alt=\"block map: {1}\"></a><figcaption><b>{1}</b>: {2} fragments, {3} extra requests at {rs}</figcaption></figure>",
+            esc(&m.map),
+            esc(&m.name),
+            m.layout.fragments,
+            m.layout.extra
+        );
+    }
+    h.push_str("</div>\n");
 
     h.push_str("<h2>Files</h2>\n<table><tr><th class=\"l\">file</th><th>size</th>");
     for m in &r.methods {
@@ -391,7 +391,7 @@ fn reproduce_script(r: &LabReport) -> String {
         let _ = writeln!(s, "\n# {}. {}\n{line}", step.n, step.name);
     }
     s.push_str("\n# clean up\n");
-    for var in ["TOOL", "FULL", "PICK", "BASE"] {
+    for var in ["TOOL", "FULL", "PICK", "BEFORE", "BASE"] {
         if r.variables.contains_key(var) {
             let _ = writeln!(s, "fragkit scratch destroy \"${{{var}}}\"");
         }
