@@ -436,9 +436,26 @@ fn watch_fragtracer_artefacts_follow_a_file_fragmented_while_watched() {
         .filter(|l| l.starts_with("a.db\t"))
         .count();
     assert_eq!(a_lines, filefrag_extents(&a).1.len(), "{info_text}");
+    assert!(
+        !info_text.contains("artefacts/"),
+        "the watch listed its own output:\n{info_text}"
+    );
     let png = std::fs::read(&img).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     assert_ne!(png, first_png, "fragImg.png was not redrawn");
+
+    // Quiet ticks write nothing (and the watch's own writes are not changes to react to).
+    let wait_ticks = |n: u64| {
+        let until = w.ticks() + n;
+        while w.ticks() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let mtime = || std::fs::metadata(&proc).unwrap().modified().unwrap();
+    wait_ticks(2);
+    let settled = mtime();
+    wait_ticks(3);
+    assert_eq!(mtime(), settled, "fragProc.tbl rewritten on quiet ticks");
 
     // A deleted file leaves the artefacts within two ticks too.
     std::fs::remove_file(&a).unwrap();
