@@ -7,6 +7,10 @@
 #
 #   bench/watch-overhead.sh [PAIRS] [WORKLOADS...]     (default: 3 rocksdb redis sqlite)
 #
+# FRAGKIT=/path/to/fragkit uses that binary instead of building this tree. The load average
+# (other jobs on the machine; the benchmark's own processes count too) is sampled every 10 s
+# and summarised at the end: the throughput figures mean little on a loaded machine.
+#
 # Needs root (scratch file system) and rocksdb-tools, redis-server, redis-tools, sqlite3
 # (scripts/install-deps). Redis listens on 127.0.0.1 only.
 set -euo pipefail
@@ -26,14 +30,19 @@ for tool in db_bench redis-server redis-benchmark sqlite3 filefrag; do
   command -v "$tool" >/dev/null || { echo "bench/watch-overhead.sh: $tool missing; run scripts/install-deps" >&2; exit 1; }
 done
 
-cargo build --release --quiet
-FRAGKIT=$PWD/target/release/fragkit
+if [[ -z ${FRAGKIT:-} ]]; then
+  cargo build --release --quiet
+  FRAGKIT=$PWD/target/release/fragkit
+fi
+LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
 WORK=$(mktemp -d /tmp/fragkit-watch-bench.XXXXXX)
 MNT=$("$FRAGKIT" scratch create --fs ext4 --size 6G --dir "$WORK" --format json |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["mountpoint"])')
 MONITOR_PID=
+LOAD_PID=
 cleanup() {
   [[ -n $MONITOR_PID ]] && kill "$MONITOR_PID" 2>/dev/null || true
+  [[ -n $LOAD_PID ]] && kill "$LOAD_PID" 2>/dev/null || true
   redis-cli -p 16399 shutdown nosave >/dev/null 2>&1 || true
   "$FRAGKIT" scratch destroy "$MNT" >/dev/null 2>&1 || true
   [[ -n ${CG:-} ]] && rmdir "$CG" 2>/dev/null || true
@@ -142,6 +151,8 @@ run_sqlite() { # DIR: FAST'24-style inserts: many small transactions into a grow
 
 RESULTS=$WORK/results.tsv
 : >"$RESULTS"
+(while :; do cut -d' ' -f1 /proc/loadavg; sleep 10; done) >"$WORK/load.txt" &
+LOAD_PID=$!
 modes=(none fragkit fragtracer)
 for w in "${WORKLOADS[@]}"; do
   for ((p = 0; p < PAIRS; p++)); do
@@ -188,4 +199,11 @@ for w, pairs in by.items():
     print(f"| {w} | {len(pairs)} | {med(base):.0f} {units.get(w,'')} | {med(fo):+.2f}% ({', '.join(f'{x:+.1f}' for x in fo)}) "
           f"| {med(fc):.2f}% of a core | {med(to):+.2f}% ({', '.join(f'{x:+.1f}' for x in to)}) | {med(tc):.2f}% of a core | {end} |")
 print("\noverhead = 1 - throughput(with monitor)/throughput(without), per pair; positive = slower.")
+EOF
+python3 - "$WORK/load.txt" "$LOAD_AT_START" <<'EOF'
+import sys, statistics
+v = [float(x) for x in open(sys.argv[1]) if x.strip()]
+print(f"load average at start {sys.argv[2]} (1/5/15 min); 1-min load during the run "
+      f"(benchmark included): min {min(v):.2f}, median {statistics.median(v):.2f}, "
+      f"max {max(v):.2f} over {len(v)} samples")
 EOF

@@ -779,7 +779,8 @@ pub struct WatchArgs {
     /// Allow --listen on an address other than loopback (the page shows file names)
     #[arg(long)]
     pub listen_any: bool,
-    /// Write FragTracer's fragInfo.txt, fragProc.tbl and fragImg.png into OUTDIR each tick
+    /// Write FragTracer's fragInfo.txt, fragProc.tbl and fragImg.png into OUTDIR at start and
+    /// after each tick that changed a file (each write maps the whole tree)
     #[arg(long, value_name = "OUTDIR")]
     pub fragtracer: Option<PathBuf>,
     /// Full rescan period, the safety net for changes events cannot see (0 = never)
@@ -791,7 +792,7 @@ pub struct WatchArgs {
     /// Kernel interface for change events
     #[arg(long, value_enum, default_value_t = crate::watch::EventSource::Auto)]
     pub events: crate::watch::EventSource,
-    /// Most per-file history rows kept (~55 bytes each); the oldest go first
+    /// Most per-file history rows kept (~61 bytes each); the oldest go first
     #[arg(long, value_name = "N", default_value_t = 4_000_000)]
     pub max_file_samples: u64,
     /// Stop after this long (default: until interrupted)

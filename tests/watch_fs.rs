@@ -1,6 +1,7 @@
 //! `fragkit watch` on real loop-mounted ext4: a file fragmented while watched shows up in
 //! the history and in /metrics within two ticks; a deleted file disappears; a renamed one
-//! keeps its history. Run once with fanotify and once with inotify.
+//! keeps its history (a file, and a whole directory). Run once with fanotify and once with
+//! inotify. And `--fragtracer`: the artefacts follow a file fragmented while watched.
 
 mod common;
 
@@ -50,12 +51,13 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(dir: &Path, db: &Path, interval: &str, events: &str) -> Watch {
+    fn start(dir: &Path, db: &Path, interval: &str, events: &str, extra: &[&str]) -> Watch {
         use std::io::BufRead;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fragkit"))
             .args(["watch", "--interval", interval, "--listen", "127.0.0.1:0"])
             .args(["--events", events, "--format", "json", "--db"])
             .arg(db)
+            .args(extra)
             .arg(dir)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -171,19 +173,30 @@ fn watch_lifecycle(events: &str) {
     let db = dbdir.path().join("watch.db");
     // A file present from the start, to see that unrelated files stay put.
     write_file(&dir.join("steady.log"), 100_000, 1);
+    let before_write = fragkit::watch::engine::now();
 
-    let w = Watch::start(&dir, &db, "300ms", events);
+    let sub = dir.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+
+    let w = Watch::start(&dir, &db, "300ms", events, &[]);
     check_prometheus(&w.get("/metrics"));
+    assert_eq!(
+        metric(&w.get("/metrics"), &file_series(&dir.join("a.db"))),
+        None
+    );
 
-    // Fragment two files while watched.
+    // Fragment three files while watched (one in a subdirectory).
     let a: PathBuf = dir.join("a.db");
     let b: PathBuf = dir.join("b.db");
-    interleaved_direct_appends(&[a.clone(), b.clone()], 64 << 10, 16);
+    let c: PathBuf = sub.join("c.db");
+    interleaved_direct_appends(&[a.clone(), b.clone(), c.clone()], 64 << 10, 16);
     let written_at_tick = w.ticks();
     let expected = scan_fragments(&a);
     assert!(expected > 1, "interleaved appends did not fragment a.db");
-    let (m, seen_at_tick) = w.wait_for("a.db in /metrics", |m| {
+    let (m, seen_at_tick) = w.wait_for("a.db, b.db and sub/c.db in /metrics", |m| {
         metric(m, &file_series(&a)) == Some(expected as f64)
+            && metric(m, &file_series(&b)) == Some(scan_fragments(&b) as f64)
+            && metric(m, &file_series(&c)) == Some(scan_fragments(&c) as f64)
     });
     assert!(
         seen_at_tick <= written_at_tick + 2,
@@ -214,6 +227,7 @@ fn watch_lifecycle(events: &str) {
         Some(expected),
         "{hist:?}"
     );
+    assert!(hist.first().is_some_and(|(t, _)| *t >= before_write));
     drop(store);
 
     // Rename: the history follows the file.
@@ -235,7 +249,28 @@ fn watch_lifecycle(events: &str) {
     );
     drop(store);
 
+    // Rename a directory: every file below keeps its history.
+    let moved = dir.join("moved");
+    let c_moved = moved.join("c.db");
+    let c_fragments = scan_fragments(&c);
+    std::fs::rename(&sub, &moved).unwrap();
+    let t0 = w.ticks();
+    let (m, t1) = w.wait_for("moved/c.db in /metrics", |m| {
+        metric(m, &file_series(&c_moved)) == Some(c_fragments as f64)
+    });
+    assert!(t1 <= t0 + 2, "directory rename took {} ticks", t1 - t0);
+    assert_eq!(metric(&m, &file_series(&c)), None, "old name still listed");
+    let store = fragkit::store::Store::open_existing(&db).unwrap();
+    let hist = store.file_history(c_moved.to_str().unwrap()).unwrap();
+    assert!(
+        hist.iter()
+            .any(|(t, s)| *t < before_rename && s.fragments == c_fragments),
+        "file in a renamed directory lost its history: {hist:?}"
+    );
+    drop(store);
+
     // Delete: gone from /metrics and marked deleted in the history.
+    assert!(metric(&w.get("/metrics"), &file_series(&b)).is_some());
     std::fs::remove_file(&b).unwrap();
     let t0 = w.ticks();
     let (m, t1) = w.wait_for("b.db gone from /metrics", |m| {
@@ -247,12 +282,12 @@ fn watch_lifecycle(events: &str) {
             &m,
             "fragkit_watch_files{ext=\"db\",request_size=\"131072\"}"
         ),
-        Some(1.0)
+        Some(2.0)
     );
 
     let summary = w.stop();
     assert_eq!(summary["source"], events);
-    assert_eq!(summary["totals"]["files"], 2, "{summary}");
+    assert_eq!(summary["totals"]["files"], 3, "{summary}");
 
     let png = dbdir.path().join("history.png");
     let report = fragkit_json(&[
@@ -275,6 +310,7 @@ fn watch_lifecycle(events: &str) {
     let r = find(&renamed).expect("renamed file in first_fragmented");
     assert!(r["deleted"].is_null());
     assert!(r["t"].as_f64().unwrap() < before_rename);
+    assert!(find(&c_moved).is_some_and(|f| f["t"].as_f64().unwrap() < before_rename));
     let gone = find(&b).expect("deleted file keeps its first-fragmented moment");
     assert!(gone["deleted"].as_f64().is_some());
     assert!(find(&dir.join("steady.log")).is_none());
@@ -299,4 +335,145 @@ fn watch_refuses_non_loopback_listen() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not a loopback address"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// fragProc.tbl's rows for one file: (start LBA, length) in table order.
+fn proc_rows_of(table: &str, name: &str) -> Vec<(u64, u64)> {
+    table
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .filter(|c| c[0] == name)
+        .map(|c| (c[1].parse().unwrap(), c[2].parse().unwrap()))
+        .collect()
+}
+
+/// The kernel's view of a file for fragProc.tbl: written extents, sorted by LBA.
+fn filefrag_written(p: &Path) -> Vec<(u64, u64)> {
+    let (_, ext) = filefrag_extents(p);
+    let mut v: Vec<(u64, u64)> = ext
+        .iter()
+        .filter(|e| !e.flags.iter().any(|f| f == "unwritten"))
+        .map(|e| (e.physical, e.length))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn watch_fragtracer_artefacts_follow_a_file_fragmented_while_watched() {
+    let fs = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = fs.mountpoint().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    write_file(&dir.join("steady.log"), 100_000, 1);
+    let dbdir = tempfile::tempdir().unwrap();
+    let db = dbdir.path().join("watch.db");
+    // Inside the watched tree on purpose: the watch must not track (or list) its own output.
+    let out = dir.join("artefacts");
+    let (info, proc, img) = (
+        out.join("fragInfo.txt"),
+        out.join("fragProc.tbl"),
+        out.join("fragImg.png"),
+    );
+
+    let w = Watch::start(
+        &dir,
+        &db,
+        "300ms",
+        "fanotify",
+        &["--fragtracer", out.to_str().unwrap()],
+    );
+    // Written once at start, before the watch listens.
+    let table = std::fs::read_to_string(&proc).expect("fragProc.tbl at start");
+    assert!(!proc_rows_of(&table, "steady.log").is_empty(), "{table}");
+    assert!(proc_rows_of(&table, "a.db").is_empty());
+    let first_png = std::fs::read(&img).expect("fragImg.png at start");
+    assert_eq!(&first_png[..8], b"\x89PNG\r\n\x1a\n");
+
+    let a = dir.join("a.db");
+    interleaved_direct_appends(&[a.clone(), dir.join("b.db")], 64 << 10, 16);
+    let written_at_tick = w.ticks();
+    let want = filefrag_written(&a);
+    assert!(want.len() > 1, "interleaved appends did not fragment a.db");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (table, seen_at_tick) = loop {
+        let table = std::fs::read_to_string(&proc).unwrap();
+        let ticks = w.ticks();
+        if proc_rows_of(&table, "a.db") == want {
+            break (table, ticks);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fragProc.tbl never matched filefrag for a.db: want {want:?}\n{table}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        seen_at_tick <= written_at_tick + 2,
+        "artefacts caught up {} ticks after the write",
+        seen_at_tick - written_at_tick
+    );
+    // All rows in LBA order; the file's rows are exactly filefrag's written extents.
+    let lbas: Vec<u64> = table
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert!(lbas.windows(2).all(|w| w[0] <= w[1]), "not sorted by LBA");
+    assert_eq!(
+        proc_rows_of(&table, "b.db"),
+        filefrag_written(&dir.join("b.db"))
+    );
+    assert!(
+        !table.contains("artefacts/") && !table.contains("fragInfo"),
+        "the watch listed its own output:\n{table}"
+    );
+    // fragInfo.txt: one line per FIEMAP extent of a.db, as many as filefrag reports.
+    let info_text = std::fs::read_to_string(&info).unwrap();
+    let a_lines = info_text
+        .lines()
+        .filter(|l| l.starts_with("a.db\t"))
+        .count();
+    assert_eq!(a_lines, filefrag_extents(&a).1.len(), "{info_text}");
+    assert!(
+        !info_text.contains("artefacts/"),
+        "the watch listed its own output:\n{info_text}"
+    );
+    let png = std::fs::read(&img).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_ne!(png, first_png, "fragImg.png was not redrawn");
+
+    // Quiet ticks write nothing (and the watch's own writes are not changes to react to).
+    let wait_ticks = |n: u64| {
+        let until = w.ticks() + n;
+        while w.ticks() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let mtime = || std::fs::metadata(&proc).unwrap().modified().unwrap();
+    wait_ticks(2);
+    let settled = mtime();
+    wait_ticks(3);
+    assert_eq!(mtime(), settled, "fragProc.tbl rewritten on quiet ticks");
+
+    // A deleted file leaves the artefacts within two ticks too.
+    std::fs::remove_file(&a).unwrap();
+    let t0 = w.ticks();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let table = std::fs::read_to_string(&proc).unwrap();
+        let ticks = w.ticks();
+        if proc_rows_of(&table, "a.db").is_empty() {
+            assert!(
+                ticks <= t0 + 2,
+                "delete reached the artefacts after {} ticks",
+                ticks - t0
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "a.db never left fragProc.tbl");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    w.stop();
 }

@@ -64,20 +64,25 @@ pub fn run(args: WatchArgs) -> Result<i32> {
                 .with_context(|| format!("{}: cannot resolve", p.display()))?,
         );
     }
-    if let Some(out) = &args.fragtracer {
-        if !artefacts::available() {
-            anyhow::bail!(
-                "--fragtracer {}: this build has no FragTracer artefact writer yet (it comes with the block-map renderer)",
-                out.display()
-            );
+    let fragtracer = match &args.fragtracer {
+        Some(out) => {
+            std::fs::create_dir_all(out).with_context(|| {
+                format!("--fragtracer {}: cannot create directory", out.display())
+            })?;
+            Some(
+                out.canonicalize()
+                    .with_context(|| format!("--fragtracer {}: cannot resolve", out.display()))?,
+            )
         }
-        std::fs::create_dir_all(out)
-            .with_context(|| format!("--fragtracer {}: cannot create directory", out.display()))?;
-    }
+        None => None,
+    };
     let db = match &args.db {
         Some(d) => d.clone(),
         None => default_db()?,
     };
+    // Never watch our own output: the history database and the artefacts directory.
+    let mut ignore = db_paths(&db);
+    ignore.extend(fragtracer.clone());
     let mut store = Store::open(&db)?;
     store.retention.max_file_samples = args.max_file_samples;
     let (source, why) = Source::open(&roots, args.events)?;
@@ -85,7 +90,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         roots: roots.clone(),
         request_size: args.request_size,
         rescan: (!args.rescan.is_zero()).then_some(args.rescan),
-        ignore: db_paths(&db),
+        ignore: ignore.clone(),
     };
     let mut engine = Engine::new(cfg, store, source);
 
@@ -100,6 +105,9 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     engine.full_scan(crate::watch::engine::now())?;
     engine.store.commit()?;
     let first_scan = t0.elapsed();
+    if let Some(out) = &fragtracer {
+        artefacts::write(out, &roots, &ignore)?;
+    }
     let server = match args.listen {
         Some(addr) => {
             let l = serve::Live::new();
@@ -152,9 +160,9 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         if let Some((l, _)) = &server {
             l.publish(live::snapshot(&engine), live::prometheus(&engine));
         }
-        if let Some(out) = &args.fragtracer {
-            if !engine.changed_paths.is_empty() {
-                artefacts::on_tick(out, &roots, &engine.changed_paths)?;
+        if let Some(out) = &fragtracer {
+            if engine.changed > 0 {
+                artefacts::write(out, &roots, &ignore)?;
             }
         }
         bar.set_message(format!(

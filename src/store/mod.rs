@@ -13,7 +13,11 @@
 //!   kept `tick_hours`; `ticks_minute` (last value and peak per minute) kept `keep_days`;
 //!   `ticks_hour` kept forever (8,760 rows a year).
 //! - `group_samples`: totals per extension and per directory, per minute when changed,
-//!   thinned and expired like `file_samples`.
+//!   thinned and expired like `file_samples`, and capped at `max_group_samples` rows.
+//! - What churn leaves behind is capped too, so no workload makes the file grow without
+//!   bound: `renames` rows expire after `keep_days` and never exceed `max_renames`; rows of
+//!   deleted files (kept for their first-fragmented moment) never exceed
+//!   `max_deleted_files` (oldest deletions go first, with their samples).
 
 use std::path::Path;
 
@@ -82,6 +86,9 @@ pub struct Retention {
     pub minute_hours: u64,
     pub keep_days: u64,
     pub max_file_samples: u64,
+    pub max_group_samples: u64,
+    pub max_deleted_files: u64,
+    pub max_renames: u64,
 }
 
 impl Default for Retention {
@@ -90,8 +97,11 @@ impl Default for Retention {
             tick_hours: 24,
             minute_hours: 6,
             keep_days: 14,
-            // ~55 bytes a row with its index: about 220 MB at the cap.
+            // Row sizes measured by bench/watch-store-bound.sh; docs/watch.md has the sum.
             max_file_samples: 4_000_000,
+            max_group_samples: 1_000_000,
+            max_deleted_files: 250_000,
+            max_renames: 250_000,
         }
     }
 }
@@ -181,8 +191,11 @@ impl Store {
             .with_context(|| format!("{}: cannot open SQLite database", path.display()))?;
         // WAL + NORMAL: one fsync per checkpoint, not per tick; a crash loses at most
         // the last ticks, never the database.
+        // The WAL is cut back to 64 MiB after a checkpoint (it keeps its high-water size
+        // otherwise, e.g. that of the first scan's transaction).
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|_| conn.pragma_update(None, "synchronous", "NORMAL"))
+            .and_then(|_| conn.pragma_update(None, "journal_size_limit", 64i64 << 20))
             .and_then(|_| conn.execute_batch(SCHEMA))
             .with_context(|| {
                 format!(
@@ -470,16 +483,54 @@ impl Store {
             "DELETE FROM ticks WHERE t < ?1",
             params![now - r.tick_hours as f64 * 3600.0],
         )?;
-        let n: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM file_samples", [], |r| r.get(0))?;
-        let excess = n - r.max_file_samples as i64;
-        if excess > 0 {
+        self.conn.execute(
+            "DELETE FROM renames WHERE t < ?1",
+            params![keep_after as f64 * 60.0],
+        )?;
+        // Caps, oldest rows first.
+        let excess = |sql: &str, max: u64| -> Result<i64> {
+            let n: i64 = self.conn.query_row(sql, [], |r| r.get(0))?;
+            Ok(n - max as i64)
+        };
+        let e = excess("SELECT count(*) FROM file_samples", r.max_file_samples)?;
+        if e > 0 {
             self.conn.execute(
                 "DELETE FROM file_samples WHERE (file_id, minute) IN
                  (SELECT file_id, minute FROM file_samples ORDER BY minute LIMIT ?1)",
-                params![excess],
+                params![e],
             )?;
+        }
+        let e = excess("SELECT count(*) FROM group_samples", r.max_group_samples)?;
+        if e > 0 {
+            self.conn.execute(
+                "DELETE FROM group_samples WHERE (kind, name, minute) IN
+                 (SELECT kind, name, minute FROM group_samples ORDER BY minute LIMIT ?1)",
+                params![e],
+            )?;
+        }
+        let e = excess("SELECT count(*) FROM renames", r.max_renames)?;
+        if e > 0 {
+            self.conn.execute(
+                "DELETE FROM renames WHERE rowid IN
+                 (SELECT rowid FROM renames ORDER BY t LIMIT ?1)",
+                params![e],
+            )?;
+        }
+        let e = excess(
+            "SELECT count(*) FROM files WHERE deleted IS NOT NULL",
+            r.max_deleted_files,
+        )?;
+        if e > 0 {
+            self.conn.execute_batch(&format!(
+                "CREATE TEMP TABLE IF NOT EXISTS doomed(id INTEGER PRIMARY KEY);
+                 DELETE FROM doomed;
+                 INSERT INTO doomed SELECT id FROM files WHERE deleted IS NOT NULL
+                   ORDER BY deleted LIMIT {e};
+                 DELETE FROM file_samples WHERE file_id IN (SELECT id FROM doomed);
+                 DELETE FROM renames WHERE file_id IN (SELECT id FROM doomed);
+                 DELETE FROM files WHERE id IN (SELECT id FROM doomed);
+                 DELETE FROM doomed;"
+            ))?;
         }
         // Deleted files whose samples have all expired leave nothing worth a row.
         self.conn.execute(
@@ -623,6 +674,7 @@ mod tests {
             minute_hours: 1,
             keep_days: 1,
             max_file_samples: 1_000_000,
+            ..Retention::default()
         };
         let files = 20u64;
         let t0 = 1_700_000_000.0;
@@ -673,6 +725,59 @@ mod tests {
         let first = st.first_fragmented().unwrap();
         assert_eq!(first.len(), files as usize);
         assert!(first.iter().all(|f| f.t == t0 + 30.0), "{first:?}");
+    }
+
+    /// Churn (files created, renamed and deleted all the time) cannot grow the database
+    /// past the caps: the oldest deletions and renames go first, samples with them.
+    #[test]
+    fn churn_is_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("h.db")).unwrap();
+        st.retention.max_deleted_files = 30;
+        st.retention.max_renames = 40;
+        st.retention.max_group_samples = 50;
+        let t0 = 1_700_000_000.0;
+        st.begin().unwrap();
+        let live = st.new_file("/x/live", 1, 0, "", "/x", t0).unwrap();
+        for i in 0..100u64 {
+            let t = t0 + i as f64 * 60.0;
+            let id = st
+                .new_file(&format!("/x/tmp-{i}"), 1, i + 1, "", "/x", t)
+                .unwrap();
+            let s = FileSummary {
+                fragments: 2,
+                ..FileSummary::default()
+            };
+            st.sample(id, t, &s).unwrap();
+            st.rename(
+                id,
+                &format!("/x/tmp-{i}"),
+                &format!("/x/f-{i}"),
+                "",
+                "/x",
+                t,
+            )
+            .unwrap();
+            st.delete(id, t + 1.0).unwrap();
+            st.group("dir", &format!("/x/d{i}"), t, &Totals::default())
+                .unwrap();
+        }
+        st.sample(live, t0, &FileSummary::default()).unwrap();
+        st.commit().unwrap();
+        st.prune(t0 + 100.0 * 60.0, true).unwrap();
+        assert_eq!(count(&st, "files"), 31, "30 deleted + the live one");
+        assert_eq!(
+            count(&st, "renames"),
+            30,
+            "renames of dropped files go with them"
+        );
+        assert_eq!(count(&st, "group_samples"), 50);
+        assert_eq!(count(&st, "file_samples"), 31);
+        // The newest deletions are the ones kept, with their first-fragmented moments.
+        let first = st.first_fragmented().unwrap();
+        assert_eq!(first.len(), 30);
+        assert_eq!(first[0].path, "/x/f-70");
+        assert_eq!(st.file_history("/x/live").unwrap().len(), 1);
     }
 
     #[test]

@@ -1,33 +1,30 @@
 //! `--fragtracer OUTDIR`: FragTracer's artefacts (fragInfo.txt, fragProc.tbl, fragImg.png)
-//! rewritten at every tick that changed something, so FragTracer users get their files live.
-//! The writer is the block-map renderer's (`render::write_artefacts`); this is the single
-//! place the watch calls it.
+//! written at start and rewritten after every tick that changed a file record, so
+//! FragTracer users get their files live. The writer is the block-map renderer's
+//! (`render::write_artefacts`); this is the single place the watch calls it.
+//!
+//! fragInfo.txt lists every extent of every file, so each write re-maps the whole tree
+//! (as FragTracer itself does every interval): its cost is that of `fragkit map`, paid
+//! only on ticks where something changed.
 
 use std::path::{Path, PathBuf};
 
 use crate::render::{write_artefacts, ColorConfig, ImgConfig};
 
-/// Whether this build can write FragTracer artefacts.
-pub fn available() -> bool {
-    true
-}
-
-/// Called once per tick with the watched roots and the paths whose record changed during the
-/// tick. FragTracer's fragInfo.txt lists every file, so the roots are re-mapped when
-/// `changed` is not empty; a quiet tick writes nothing. Each root gets its own set of files
-/// (a subdirectory named after the root when several are watched).
-pub fn on_tick(outdir: &Path, roots: &[PathBuf], changed: &[PathBuf]) -> anyhow::Result<()> {
-    if changed.is_empty() {
-        return Ok(());
-    }
+/// Write the artefacts for `roots` into `outdir`, leaving out files below `ignore` (the
+/// history database, the artefacts themselves). Each root gets its own set of files (a
+/// subdirectory `root<i>` when several are watched).
+pub fn write(outdir: &Path, roots: &[PathBuf], ignore: &[PathBuf]) -> anyhow::Result<()> {
     let colors = ColorConfig::default();
     let img = ImgConfig::default();
     for (i, root) in roots.iter().enumerate() {
-        let scan = crate::scan::scan_paths(
+        let mut scan = crate::scan::scan_paths(
             std::slice::from_ref(root),
             &[crate::scan::DEFAULT_REQUEST_SIZE],
         )
         .map_err(anyhow::Error::msg)?;
+        scan.files
+            .retain(|f| !ignore.iter().any(|x| f.file.path.starts_with(x)));
         let out = if roots.len() == 1 {
             outdir.to_path_buf()
         } else {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
+use super::index::FileIndex;
 use super::{Change, Source};
 use crate::layout::model::FileLayout;
 use crate::layout::walk::{self, Root, ScannedFile, WalkOptions, WalkStats};
@@ -26,18 +27,9 @@ pub struct Config {
     pub request_size: u64,
     /// Full rescan period (None: only at start and after lost events).
     pub rescan: Option<Duration>,
-    /// Paths never tracked (the history database and its journal files).
+    /// Paths never tracked, nor anything below them (the history database and its
+    /// journal files, the --fragtracer directory).
     pub ignore: Vec<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct Tracked {
-    pub id: i64,
-    pub dev: u64,
-    pub ino: u64,
-    pub s: FileSummary,
-    /// Full-rescan generation that last saw the file.
-    seen: u32,
 }
 
 /// A file met by a walk: path, dev, inode, summary, runs for the live map.
@@ -66,9 +58,8 @@ pub struct Engine {
     pub cfg: Config,
     pub store: Store,
     source: Source,
-    /// Boxed records: a million-entry map allocates two buckets per entry, so small
-    /// buckets (path + pointer) halve its size.
-    pub files: HashMap<PathBuf, Box<Tracked>>,
+    /// Every tracked file, compactly (72 bytes + its name; see `index`).
+    pub files: FileIndex,
     pub totals: Totals,
     pub by_ext: HashMap<String, Totals>,
     pub by_dir: HashMap<PathBuf, Totals>,
@@ -83,8 +74,9 @@ pub struct Engine {
     last_full: Instant,
     overflowed: bool,
     changes: Vec<Change>,
-    /// Paths whose record changed this tick (for the FragTracer hook).
-    pub changed_paths: Vec<PathBuf>,
+    /// File records changed (mapped differently, created, renamed, deleted) since the
+    /// current tick began; the start-up scan counts before the first tick.
+    pub changed: u64,
     /// Size of the first root's file system, for the live map's scale.
     pub fs_bytes: u64,
 }
@@ -140,7 +132,7 @@ impl Engine {
             cfg,
             store,
             source,
-            files: HashMap::new(),
+            files: FileIndex::new(),
             totals: Totals::default(),
             by_ext: HashMap::new(),
             by_dir: HashMap::new(),
@@ -154,7 +146,7 @@ impl Engine {
             last_full: Instant::now(),
             overflowed: false,
             changes: Vec::new(),
-            changed_paths: Vec::new(),
+            changed: 0,
             fs_bytes,
         }
     }
@@ -165,7 +157,7 @@ impl Engine {
 
     fn wanted(&self, p: &Path) -> bool {
         self.cfg.roots.iter().any(|r| p.starts_with(r))
-            && !self.cfg.ignore.iter().any(|i| p == i.as_path())
+            && !self.cfg.ignore.iter().any(|i| p.starts_with(i))
     }
 
     fn group_add(&mut self, path: &Path, s: &FileSummary, add: bool) {
@@ -206,39 +198,38 @@ impl Engine {
     /// A file was mapped: record it if new or changed. Returns whether anything changed.
     fn update(&mut self, path: &Path, dev: u64, ino: u64, s: FileSummary, t: f64) -> Result<bool> {
         let gen = self.generation;
-        if let Some(tr) = self.files.get_mut(path) {
-            if tr.dev == dev && tr.ino == ino {
-                tr.seen = gen;
-                if tr.s == s {
+        if let Some(slot) = self.files.get(path) {
+            let r = *self.files.rec(slot);
+            if self.files.dev(slot) == dev && r.ino == ino {
+                self.files.set_seen(slot, gen);
+                if !self.files.set_summary(slot, &s) {
                     return Ok(false);
                 }
-                let (old, id) = (tr.s, tr.id);
-                tr.s = s;
-                self.group_add(path, &old, false);
-                self.group_add(path, &s, true);
-                self.store.sample(id, t, &s)?;
-                self.changed_paths.push(path.to_path_buf());
+                // Totals move by what the record holds (u32 counters saturate).
+                let new = self.files.rec(slot).summary();
+                self.group_add(path, &r.summary(), false);
+                self.group_add(path, &new, true);
+                self.store.sample(r.id, t, &s)?;
+                self.changed += 1;
                 return Ok(true);
             }
             // Another file now has this name (replaced by a rename or recreated).
             self.remove(path, t)?;
         }
+        let same_file = |ix: &FileIndex, slot: u32| ix.dev(slot) == dev && ix.rec(slot).ino == ino;
         let id = match self.store.file_by_inode(dev, ino)? {
             Some((id, old)) => {
                 let old = PathBuf::from(old);
                 if old != path {
-                    if self
-                        .files
-                        .get(&old)
-                        .is_some_and(|o| o.dev == dev && o.ino == ino)
-                        && old.exists()
-                    {
+                    let at_old = self.files.get(&old).filter(|&o| same_file(&self.files, o));
+                    if at_old.is_some() && old.exists() {
                         // A second hard link to a tracked file: counted once, under its first name.
                         return Ok(false);
                     }
                     // Moved while its events were not seen: history follows the inode.
-                    if let Some(o) = self.files.remove(&old) {
-                        self.group_add(&old, &o.s, false);
+                    if let Some(o) = at_old {
+                        let r = self.files.remove(o);
+                        self.group_add(&old, &r.summary(), false);
                     }
                     self.store.rename(
                         id,
@@ -261,78 +252,64 @@ impl Engine {
             )?,
         };
         self.store.sample(id, t, &s)?;
-        self.changed_paths.push(path.to_path_buf());
-        self.group_add(path, &s, true);
-        self.files.insert(
-            path.to_path_buf(),
-            Box::new(Tracked {
-                id,
-                dev,
-                ino,
-                s,
-                seen: gen,
-            }),
-        );
+        let slot = self.files.insert(path, dev, ino, id, &s, gen)?;
+        let held = self.files.rec(slot).summary();
+        self.group_add(path, &held, true);
+        self.changed += 1;
         Ok(true)
     }
 
     /// A path is gone: the file, or every file below it if it was a directory.
     fn remove(&mut self, path: &Path, t: f64) -> Result<u64> {
-        if let Some(tr) = self.files.remove(path) {
-            self.group_add(path, &tr.s, false);
-            self.store.delete(tr.id, t)?;
-            self.forget_map(path);
-            self.changed_paths.push(path.to_path_buf());
-            return Ok(1);
-        }
-        let below: Vec<PathBuf> = self
-            .files
-            .keys()
-            .filter(|p| p.starts_with(path))
-            .cloned()
-            .collect();
-        for p in &below {
-            if let Some(tr) = self.files.remove(p) {
-                self.group_add(p, &tr.s, false);
-                self.store.delete(tr.id, t)?;
-                self.forget_map(p);
+        let gone: Vec<(u32, PathBuf)> = match self.files.get(path) {
+            Some(slot) => vec![(slot, path.to_path_buf())],
+            None => {
+                let below = self.files.below(path);
+                below.into_iter().map(|s| (s, self.files.path(s))).collect()
             }
+        };
+        for (slot, p) in &gone {
+            let r = self.files.remove(*slot);
+            self.group_add(p, &r.summary(), false);
+            self.store.delete(r.id, t)?;
+            self.forget_map(p);
         }
-        Ok(below.len() as u64)
+        self.changed += gone.len() as u64;
+        Ok(gone.len() as u64)
     }
 
     /// Renamed: the file (or every file below a directory) keeps its id and history.
     fn rename(&mut self, from: &Path, to: &Path, t: f64) -> Result<()> {
-        let moved: Vec<(PathBuf, PathBuf)> = if self.files.contains_key(from) {
-            vec![(from.to_path_buf(), to.to_path_buf())]
-        } else {
-            self.files
-                .keys()
-                .filter_map(|p| {
-                    p.strip_prefix(from)
-                        .ok()
-                        .map(|rest| (p.clone(), to.join(rest)))
+        let moved: Vec<(u32, PathBuf, PathBuf)> = match self.files.get(from) {
+            Some(slot) => vec![(slot, from.to_path_buf(), to.to_path_buf())],
+            None => self
+                .files
+                .below(from)
+                .into_iter()
+                .filter_map(|slot| {
+                    let old = self.files.path(slot);
+                    let new = to.join(old.strip_prefix(from).ok()?);
+                    Some((slot, old, new))
                 })
-                .collect()
+                .collect(),
         };
-        for (old, new) in moved {
-            let Some(tr) = self.files.remove(&old) else {
-                continue;
-            };
-            if self.files.contains_key(&new) {
+        for (slot, old, new) in moved {
+            if self.files.get(&new).is_some_and(|other| other != slot) {
                 self.remove(&new, t)?;
             }
-            self.group_add(&old, &tr.s, false);
-            self.group_add(&new, &tr.s, true);
+            let r = *self.files.rec(slot);
+            self.group_add(&old, &r.summary(), false);
+            self.group_add(&new, &r.summary(), true);
             self.store.rename(
-                tr.id,
+                r.id,
                 &old.to_string_lossy(),
                 &new.to_string_lossy(),
                 &extension_of(&new),
                 &parent_of(&new).to_string_lossy(),
                 t,
             )?;
-            self.files.insert(new.clone(), tr);
+            self.files.rename(slot, &new)?;
+            self.changed += 1;
             let key = old.to_string_lossy().into_owned();
             if let Some(m) = self.maps.iter_mut().find(|m| m.path == key) {
                 m.path = new.to_string_lossy().into_owned();
@@ -356,16 +333,18 @@ impl Engine {
         let gone: Vec<PathBuf> = self
             .files
             .iter()
-            .filter(|(_, tr)| tr.seen != gen)
-            .map(|(p, _)| p.clone())
+            .filter(|(_, r)| r.seen != gen)
+            .map(|(slot, _)| self.files.path(slot))
             .collect();
         for p in gone {
             changed += self.remove(&p, t)?;
         }
-        // Files a previous run left live in the database but that are not here now.
-        let live: HashSet<i64> = self.files.values().map(|tr| tr.id).collect();
+        // Files a previous run left live in the database but that are not here now
+        // (a sorted id list: 8 bytes a file, not a hash set's ~20).
+        let mut live: Vec<i64> = self.files.iter().map(|(_, r)| r.id).collect();
+        live.sort_unstable();
         for id in self.store.live_ids()? {
-            if !live.contains(&id) {
+            if live.binary_search(&id).is_err() {
                 self.store.delete(id, t)?;
             }
         }
@@ -439,7 +418,7 @@ impl Engine {
         let start = Instant::now();
         let t = now();
         self.tick += 1;
-        self.changed_paths.clear();
+        self.changed = 0;
         let mut changes = std::mem::take(&mut self.changes);
         changes.clear();
         self.source.drain(&mut changes)?;
@@ -545,16 +524,22 @@ impl Engine {
         Ok(self.last)
     }
 
-    /// The `n` most fragmented files (fragments, then path).
-    pub fn worst(&self, n: usize) -> Vec<(&PathBuf, &Tracked)> {
-        let mut v: Vec<(&PathBuf, &Tracked)> = self
+    /// The `n` most fragmented files (fragments, then path; which of several files tied
+    /// at the cut-off make it is arbitrary). O(n), from the index's ordered set.
+    pub fn worst(&self, n: usize) -> Vec<(PathBuf, FileSummary)> {
+        let mut v: Vec<(PathBuf, FileSummary)> = self
             .files
-            .iter()
-            .filter(|(_, t)| t.s.is_fragmented())
-            .map(|(p, t)| (p, &**t))
+            .worst(n)
+            .map(|slot| (self.files.path(slot), self.files.rec(slot).summary()))
             .collect();
-        v.sort_by(|a, b| b.1.s.fragments.cmp(&a.1.s.fragments).then(a.0.cmp(b.0)));
-        v.truncate(n);
+        v.sort_by(|a, b| b.1.fragments.cmp(&a.1.fragments).then(a.0.cmp(&b.0)));
         v
+    }
+
+    /// What the engine holds for the file at `path`.
+    pub fn summary_of(&self, path: &Path) -> Option<FileSummary> {
+        self.files
+            .get(path)
+            .map(|slot| self.files.rec(slot).summary())
     }
 }

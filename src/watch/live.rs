@@ -33,30 +33,30 @@ pub fn snapshot(e: &Engine) -> String {
         let mut v = Vec::new();
         for m in e.maps.iter().rev() {
             let p = std::path::Path::new(&m.path);
-            if let Some(tr) = e.files.get(p) {
+            if let Some(s) = e.summary_of(p) {
                 seen.insert(m.path.clone());
                 v.push(json!({
                     "path": m.path,
-                    "size": tr.s.size,
-                    "extents": tr.s.extents,
-                    "fragments": tr.s.fragments,
-                    "extra_requests": tr.s.split - tr.s.ideal.min(tr.s.split),
-                    "fragmented": tr.s.is_fragmented(),
+                    "size": s.size,
+                    "extents": s.extents,
+                    "fragments": s.fragments,
+                    "extra_requests": s.split - s.ideal.min(s.split),
+                    "fragmented": s.is_fragmented(),
                     "runs": m.runs,
                 }));
             }
         }
-        for (p, tr) in e.worst(TOP_FILES) {
+        for (p, s) in e.worst(TOP_FILES) {
             let key = p.to_string_lossy().into_owned();
             if seen.contains(&key) {
                 continue;
             }
             v.push(json!({
                 "path": key,
-                "size": tr.s.size,
-                "extents": tr.s.extents,
-                "fragments": tr.s.fragments,
-                "extra_requests": tr.s.split - tr.s.ideal.min(tr.s.split),
+                "size": s.size,
+                "extents": s.extents,
+                "fragments": s.fragments,
+                "extra_requests": s.split - s.ideal.min(s.split),
                 "fragmented": true,
                 "runs": [],
             }));
@@ -150,12 +150,12 @@ pub fn prometheus(e: &Engine) -> String {
         "# HELP fragkit_watch_file_fragments Fragments of the {TOP_FILES} most fragmented files."
     );
     let _ = writeln!(o, "# TYPE fragkit_watch_file_fragments gauge");
-    for (p, tr) in e.worst(TOP_FILES) {
+    for (p, s) in e.worst(TOP_FILES) {
         let _ = writeln!(
             o,
             "fragkit_watch_file_fragments{{path=\"{}\"}} {}",
             label(&p.to_string_lossy()),
-            tr.s.fragments
+            s.fragments
         );
     }
     let counters: [(&str, &str, u64); 2] = [

@@ -4,12 +4,13 @@
 //! re-maps only those with FIEMAP, updates running totals (all, per extension, per
 //! directory) and writes what changed to the SQLite history. A slow full rescan catches
 //! what events cannot see (writes through mmap, lost events after a queue overflow).
-//! Memory per watched file is one map entry (path + ids + six counters, ~150 bytes);
+//! Memory per watched file is one 72-byte record plus its name (`index`, ~110 bytes);
 //! extents are kept only for a bounded set of recently changed files (the live map).
 
 pub mod artefacts;
 pub mod engine;
 pub mod fanotify;
+pub mod index;
 pub mod inotify;
 pub mod live;
 
