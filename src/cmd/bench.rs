@@ -177,6 +177,7 @@ fn run_sweep(a: BenchSweepArgs) -> Result<i32> {
     };
     let n = (spec.frag_sizes.len() * spec.frag_distances.len()) as u64;
     let bar = progress(n, "layouts laid out and read");
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
     bar.set_message(format!(
         "(scratch {} of {})",
         spec.fs.name(),
@@ -229,6 +230,7 @@ fn run_dof(a: BenchDofArgs) -> Result<i32> {
         (spec.dofs.len() * spec.queue_depths.len()) as u64,
         "DoF × QD points",
     );
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
     let report = dof::run(&spec, &mut |p| {
         bar.set_message(format!(
             "last DoF {} QD {}: {:.0} MB/s",
@@ -269,6 +271,7 @@ fn run_paf(a: BenchPafArgs) -> Result<i32> {
         (spec.capacities.len() * spec.frags.len()) as u64,
         "cells (capacity × fragmentation)",
     );
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
     let report = paf_matrix::run(&spec, &mut |c, p, skipped| {
         bar.set_message(format!(
             "last {c}% / {p}%{}",
