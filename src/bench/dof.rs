@@ -43,6 +43,9 @@ pub struct DofPoint {
     pub effective_queue_depth: u32,
     pub predicted_split: u64,
     pub device_reads: f64,
+    /// Reads the block layer merged into others before they reached the device (deep
+    /// queues let requests for adjacent blocks merge: reads + merges is the split count).
+    pub device_read_merges: f64,
     pub mb_per_s: Summary,
     pub mean_latency_us: f64,
 }
@@ -121,6 +124,11 @@ pub fn run(spec: &DofSpec, on_point: &mut dyn FnMut(&DofPoint)) -> Result<DofRep
                 .iter()
                 .filter_map(|i| i.device.map(|d| d.reads as f64))
                 .collect();
+            let merges: Vec<f64> = result
+                .iterations
+                .iter()
+                .filter_map(|i| i.device.map(|d| d.read_merges as f64))
+                .collect();
             let lat: Vec<f64> = result
                 .iterations
                 .iter()
@@ -134,6 +142,7 @@ pub fn run(spec: &DofSpec, on_point: &mut dyn FnMut(&DofPoint)) -> Result<DofRep
                 effective_queue_depth: result.effective_queue_depth,
                 predicted_split: prediction.map_or(0, |p| p.split),
                 device_reads: mean(&reads),
+                device_read_merges: mean(&merges),
                 mb_per_s: result.mb_per_s,
                 mean_latency_us: mean(&lat),
             };

@@ -126,6 +126,28 @@ pub fn correlations(points: &[SweepPoint]) -> Vec<Correlation> {
     out
 }
 
+/// The scratch file systems have 4 KiB blocks: every size must be a positive multiple.
+pub fn validate(spec: &SweepSpec) -> Result<()> {
+    let lists = [
+        ("--frag-size", &spec.frag_sizes),
+        ("--frag-distance", &spec.frag_distances),
+    ];
+    for (name, list) in lists {
+        if let Some(v) = list.iter().find(|&&v| v == 0 || v % 4096 != 0) {
+            anyhow::bail!(
+                "{name} {v}: expected positive multiples of the scratch file system's 4 KiB block"
+            );
+        }
+    }
+    if spec.size == 0 || spec.size % 4096 != 0 {
+        anyhow::bail!(
+            "--size {}: expected a positive multiple of 4 KiB",
+            spec.size
+        );
+    }
+    Ok(())
+}
+
 /// Run the sweep; `on_point` is called as each cell finishes (progress).
 pub fn run(spec: &SweepSpec, on_point: &mut dyn FnMut(&SweepPoint)) -> Result<SweepReport> {
     if spec.frag_sizes.is_empty() || spec.frag_distances.is_empty() {
@@ -134,6 +156,7 @@ pub fn run(spec: &SweepSpec, on_point: &mut dyn FnMut(&SweepPoint)) -> Result<Sw
     if spec.iterations == 0 {
         anyhow::bail!("--iterations 0: expected at least 1");
     }
+    validate(spec)?;
     let scratch_size = spec.scratch_size.unwrap_or_else(|| scratch_size_for(spec));
     let scratch = Scratch::create(&ScratchSpec::new(spec.fs, scratch_size))
         .context("bench sweep: making the scratch file system")?;

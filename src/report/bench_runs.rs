@@ -212,13 +212,23 @@ pub fn dof_table(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
     }
     writeln!(
         w,
-        "{:>5} {:>9} {:>9} {:>4} {:>6} {:>8} {:>10} {:>9} {:>7} {:>10}",
-        "DoF", "fragments", "frag_size", "QD", "run_at", "S", "dev_reads", "MB/s", "CoV", "lat_us"
+        "{:>5} {:>9} {:>9} {:>4} {:>6} {:>8} {:>10} {:>7} {:>9} {:>7} {:>10}",
+        "DoF",
+        "fragments",
+        "frag_size",
+        "QD",
+        "run_at",
+        "S",
+        "dev_reads",
+        "merges",
+        "MB/s",
+        "CoV",
+        "lat_us"
     )?;
     for p in &r.points {
         writeln!(
             w,
-            "{:>5} {:>9} {:>9} {:>4} {:>6} {:>8} {:>10.0} {:>9.1} {:>6.1}% {:>10.1}",
+            "{:>5} {:>9} {:>9} {:>4} {:>6} {:>8} {:>10.0} {:>7.0} {:>9.1} {:>6.1}% {:>10.1}",
             p.dof,
             p.fragments,
             short_size(p.frag_size),
@@ -226,6 +236,7 @@ pub fn dof_table(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
             p.effective_queue_depth,
             p.predicted_split,
             p.device_reads,
+            p.device_read_merges,
             p.mb_per_s.mean,
             p.mb_per_s.cov * 100.0,
             p.mean_latency_us
@@ -245,6 +256,7 @@ pub fn dof_csv(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
         "effective_queue_depth",
         "predicted_split",
         "device_reads",
+        "device_read_merges",
         "mb_per_s_mean",
         "mb_per_s_cov",
         "mean_latency_us",
@@ -260,6 +272,7 @@ pub fn dof_csv(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
             p.effective_queue_depth.to_string(),
             p.predicted_split.to_string(),
             format!("{:.1}", p.device_reads),
+            format!("{:.1}", p.device_read_merges),
             format!("{:.2}", p.mb_per_s.mean),
             format!("{:.4}", p.mb_per_s.cov),
             format!("{:.1}", p.mean_latency_us),
