@@ -314,3 +314,77 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
     scratch.destroy()?;
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> MatrixSpec {
+        MatrixSpec {
+            fs: FsType::Ext4,
+            fs_size: 1 << 30,
+            capacities: vec![10, 20],
+            frags: vec![0],
+            xfers: vec![1 << 20, 2 << 20],
+            iterations: 2,
+            bench_size: 64 << 20,
+            file_size: 16 << 20,
+            seed: 1,
+            csv: PathBuf::from("x.csv"),
+        }
+    }
+
+    fn row(s: &MatrixSpec, cap: u64, xfer: u64, op: &str) -> MatrixRow {
+        MatrixRow {
+            fs: "ext4".into(),
+            fs_size: s.fs_size,
+            bench_size: s.bench_size,
+            file_size: s.file_size,
+            seed: s.seed,
+            capacity_pct: cap,
+            frag_pct: 0,
+            xfer,
+            op: op.into(),
+            iterations: s.iterations,
+            mb_per_s_mean: 1.0,
+            mb_per_s_trimmed_mean: 1.0,
+            mb_per_s_cov: 0.0,
+            mb_per_s_min: 1.0,
+            mb_per_s_max: 1.0,
+            device_requests: 1.0,
+            bench_file_fragments: 1.0,
+            used_pct: 10.0,
+            paf_layout_score: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_cell_is_done_only_with_every_size_and_op() {
+        let s = spec();
+        let mut rows = Vec::new();
+        for x in &s.xfers {
+            for op in ["write", "read"] {
+                rows.push(row(&s, 10, *x, op));
+            }
+        }
+        // Cell 20 lacks the 2M read.
+        rows.push(row(&s, 20, 1 << 20, "write"));
+        rows.push(row(&s, 20, 1 << 20, "read"));
+        rows.push(row(&s, 20, 2 << 20, "write"));
+        assert_eq!(done_cells(&rows, &s), BTreeSet::from([(10, 0)]));
+        // Another setup's rows never count.
+        let mut other = s.clone();
+        other.iterations = 3;
+        assert!(done_cells(&rows, &other).is_empty());
+    }
+
+    #[test]
+    fn bench_file_must_fit_beside_the_fullest_structure() {
+        let mut s = spec();
+        s.capacities = vec![95];
+        let e = validate(&s).unwrap_err().to_string();
+        assert!(e.starts_with("--bench-size"), "{e}");
+        s.capacities = vec![50];
+        validate(&s).unwrap();
+    }
+}

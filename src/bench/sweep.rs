@@ -241,3 +241,67 @@ pub fn run(spec: &SweepSpec, on_point: &mut dyn FnMut(&SweepPoint)) -> Result<Sw
         points,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(f: u64, d: u64, reads: f64, mbs: f64) -> SweepPoint {
+        SweepPoint {
+            frag_size: f,
+            frag_distance: d,
+            technique: Technique::FillAndPunch,
+            fragments: 0,
+            size_fidelity: 1.0,
+            distance_fidelity: 1.0,
+            predicted_split: 0,
+            predicted_ideal: 0,
+            device_reads: reads,
+            device_read_bytes: 0.0,
+            mb_per_s: Summary {
+                mean: mbs,
+                ..Summary::default()
+            },
+        }
+    }
+
+    #[test]
+    fn correlations_follow_the_parameter_that_matters() {
+        // Reads depend on F only (8M / max(F, 128K) / ...), throughput on F only.
+        let mut pts = Vec::new();
+        for f in [4096u64, 16384, 65536, 131072, 262144] {
+            for d in [4096u64, 1 << 20] {
+                let reads = (8 << 20) as f64 / f.min(131072) as f64;
+                pts.push(point(f, d, reads, 1000.0 / reads));
+            }
+        }
+        let c = correlations(&pts);
+        let get = |p: &str, r: &str| {
+            c.iter()
+                .find(|x| x.parameter == p && x.response == r)
+                .unwrap()
+                .cc
+        };
+        assert!(get("frag_size", "device_reads") < -0.5);
+        assert!(get("frag_size", "mb_per_s") > 0.5);
+        assert_eq!(get("frag_distance", "device_reads"), 0.0);
+        assert_eq!(get("frag_distance", "mb_per_s"), 0.0);
+    }
+
+    #[test]
+    fn scratch_holds_the_widest_layout() {
+        let spec = SweepSpec {
+            fs: FsType::Ext4,
+            size: 8 << 20,
+            frag_sizes: vec![4096, 1 << 20],
+            frag_distances: vec![4096, 1 << 20],
+            request_size: 128 << 10,
+            iterations: 1,
+            scratch_size: None,
+            keep: false,
+        };
+        // 2048 fragments × (4K + 1M) = 2 GiB + 8 MiB.
+        assert_eq!(span(8 << 20, 4096, 1 << 20), 2048 * ((1 << 20) + 4096));
+        assert!(scratch_size_for(&spec) >= span(8 << 20, 4096, 1 << 20) * 5 / 4);
+    }
+}
