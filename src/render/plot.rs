@@ -47,6 +47,8 @@ pub struct Panel {
     /// Drawn above the panel (empty: none).
     pub caption: String,
     pub y_desc: String,
+    /// log2-scaled y axis (counts spanning decades; values must be positive).
+    pub log_y: bool,
     pub lines: Vec<Line>,
 }
 
@@ -83,13 +85,26 @@ pub fn line_panels(
     let pad = ((hi - lo) * 0.03).max(0.05);
     let x_range = (lo - pad)..(hi + pad);
     for (area, panel) in areas.iter().zip(panels) {
-        let ymax = panel
-            .lines
-            .iter()
-            .flat_map(|l| l.points.iter().map(|p| p.1))
-            .fold(0.0, f64::max)
-            .max(1e-9)
-            * 1.15;
+        let ty = |y: f64| {
+            if panel.log_y {
+                y.max(1e-9).log2()
+            } else {
+                y
+            }
+        };
+        let ys = || {
+            panel
+                .lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.1))
+        };
+        let (y_lo, ymax) = if panel.log_y {
+            let lo = ys().fold(f64::INFINITY, f64::min).max(1e-9).log2().floor();
+            let hi = ys().fold(0.0, f64::max).max(1e-9).log2().ceil();
+            (lo - 0.2, hi.max(lo + 1.0) + 0.3)
+        } else {
+            (0.0, ys().fold(0.0, f64::max).max(1e-9) * 1.15)
+        };
         let mut builder = ChartBuilder::on(area);
         if !panel.caption.is_empty() {
             builder.caption(panel.caption.as_str(), ("sans-serif", 16));
@@ -98,7 +113,7 @@ pub fn line_panels(
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(70)
-            .build_cartesian_2d(x_range.clone(), 0.0..ymax)
+            .build_cartesian_2d(x_range.clone(), y_lo..ymax)
             .map_err(|e| err(&e))?;
         let ticks = if log_x {
             (hi - lo).round() as usize + 1
@@ -117,6 +132,18 @@ pub fn line_panels(
                     x_label(*v)
                 }
             })
+            .y_labels(if panel.log_y {
+                (ymax - y_lo).ceil() as usize + 1
+            } else {
+                10
+            })
+            .y_label_formatter(&|v| {
+                if panel.log_y {
+                    format!("{:.0}", 2f64.powf(*v))
+                } else {
+                    format!("{v:.0}")
+                }
+            })
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 16))
             .draw()
@@ -126,7 +153,7 @@ pub fn line_panels(
             let c = PALETTE[i % PALETTE.len()];
             // Earlier lines wider, so lines that coincide stay visible under later ones.
             let width = 2 + 2 * (n - 1 - i as u32);
-            let pts: Vec<(f64, f64)> = line.points.iter().map(|&(x, y)| (tx(x), y)).collect();
+            let pts: Vec<(f64, f64)> = line.points.iter().map(|&(x, y)| (tx(x), ty(y))).collect();
             chart
                 .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
                 .map_err(|e| err(&e))?
@@ -146,7 +173,7 @@ pub fn line_panels(
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(("sans-serif", 14))
-            .position(legend_corner(panel, ymax))
+            .position(legend_corner(panel, y_lo, ymax, &ty))
             .draw()
             .map_err(|e| err(&e))?;
     }
@@ -258,12 +285,17 @@ fn label_at(values: &[u64], v: f64) -> String {
 }
 
 /// Upper right unless a line ends high there (then upper left).
-fn legend_corner(panel: &Panel, ymax: f64) -> SeriesLabelPosition {
+fn legend_corner(
+    panel: &Panel,
+    y_lo: f64,
+    ymax: f64,
+    ty: &dyn Fn(f64) -> f64,
+) -> SeriesLabelPosition {
     let high_at_right = panel.lines.iter().any(|l| {
         l.points
             .iter()
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .is_some_and(|p| p.1 > 0.6 * ymax)
+            .is_some_and(|p| ty(p.1) > y_lo + 0.6 * (ymax - y_lo))
     });
     if high_at_right {
         SeriesLabelPosition::UpperLeft

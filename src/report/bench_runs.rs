@@ -17,6 +17,15 @@ fn json(w: &mut dyn Write, v: &impl serde::Serialize) -> io::Result<()> {
     writeln!(w)
 }
 
+/// Round away the floating-point dust that prints as "-0.000".
+fn tidy(v: f64) -> f64 {
+    if v.abs() < 5e-4 {
+        0.0
+    } else {
+        v
+    }
+}
+
 fn csv_err(e: csv::Error) -> io::Error {
     io::Error::other(e)
 }
@@ -80,7 +89,10 @@ pub fn sweep_table(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
         writeln!(
             w,
             "  {:<13} vs {:<12}  CC {:>6.3}  NLRS {:>7.3}",
-            c.parameter, c.response, c.cc, c.nlrs
+            c.parameter,
+            c.response,
+            tidy(c.cc),
+            tidy(c.nlrs)
         )?;
     }
     if let Some(k) = &r.kept {
@@ -147,7 +159,7 @@ pub fn sweep_plot(out: &Path, r: &SweepReport) -> Result<()> {
                 .iter()
                 .find(|c| c.parameter == param && c.response == response)
                 .map_or(String::new(), |c| {
-                    format!("{short}: CC {:.2}, NLRS {:.2}", c.cc, c.nlrs)
+                    format!("{short}: CC {:.2}, NLRS {:.2}", tidy(c.cc), tidy(c.nlrs))
                 })
         };
         format!(
@@ -163,11 +175,13 @@ pub fn sweep_plot(out: &Path, r: &SweepReport) -> Result<()> {
                 cc("device_reads")
             ),
             y_desc: "device read requests".into(),
+            log_y: true,
             lines: lines(&|p| p.device_reads),
         },
         Panel {
             caption: format!("throughput ({})", cc("mb_per_s")),
             y_desc: "MB/s".into(),
+            log_y: false,
             lines: lines(&|p| p.mb_per_s.mean),
         },
     ];
@@ -312,11 +326,13 @@ pub fn dof_plot(out: &Path, r: &DofReport) -> Result<()> {
             Panel {
                 caption: "throughput".into(),
                 y_desc: "MB/s".into(),
+                log_y: false,
                 lines: lines(&|p| p.mb_per_s.mean),
             },
             Panel {
                 caption: "device read requests per read of the file".into(),
                 y_desc: "device read requests".into(),
+                log_y: true,
                 lines: lines(&|p| p.device_reads),
             },
         ],
