@@ -119,8 +119,8 @@ fn sweep_ext4_requests_follow_frag_size_not_distance() {
 }
 
 /// FAST'24's DoF experiment: each DoF is laid out exactly, and the device's read requests
-/// (plus the block layer's merges) rise with DoF once fragments are smaller than a device
-/// request, at both queue depths.
+/// (plus the block layer's merges) equal DoF once fragments are no larger than a device
+/// request, doubling with it, at both queue depths.
 #[test]
 fn dof_requests_rise_with_fragments() {
     require_root();
@@ -136,30 +136,40 @@ fn dof_requests_rise_with_fragments() {
         "--format",
         "json",
     ]);
+    // The worst-case device request (max_segments pages); a buffer whose pages happen to
+    // be physically adjacent makes fewer segments, so requests can reach the user's 1 MiB.
     let cap = doc["effective_request_size"].as_u64().unwrap();
     let ideal = (8u64 << 20) / cap;
+    let fewest = (8u64 << 20) / (1 << 20);
     let mut by_qd: BTreeMap<u64, Vec<(u64, f64)>> = BTreeMap::new();
     for p in points(&doc) {
         let dof = p["dof"].as_u64().unwrap();
+        let qd = p["queue_depth"].as_u64().unwrap();
         assert_eq!(p["fragments"].as_u64().unwrap(), dof);
-        // Each fragment is at least one request, each device request at most `cap`.
-        // At depth the block layer may merge requests for adjacent blocks: count them too.
-        let expected = dof.max(ideal) as f64;
+        // At depth the block layer may merge adjacent requests: count them too.
         let r = p["device_reads"].as_f64().unwrap() + p["device_read_merges"].as_f64().unwrap();
-        assert!(
-            (r - expected).abs() <= expected * 0.02 + 2.0,
-            "DoF {dof} QD {}: {r} reads, expected {expected}",
-            p["queue_depth"]
-        );
-        by_qd
-            .entry(p["queue_depth"].as_u64().unwrap())
-            .or_default()
-            .push((dof, r));
+        if dof >= ideal {
+            // Fragments no larger than any device request: one request per fragment.
+            let expected = dof as f64;
+            assert!(
+                (r - expected).abs() <= expected * 0.02 + 2.0,
+                "DoF {dof} QD {qd}: {r} reads, expected {expected}"
+            );
+        } else {
+            let lo = dof.max(fewest) as f64;
+            assert!(
+                r >= lo && r <= ideal as f64 + 2.0,
+                "DoF {dof} QD {qd}: {r} reads, expected {lo}..{ideal}"
+            );
+        }
+        by_qd.entry(qd).or_default().push((dof, r));
     }
     assert_eq!(by_qd.len(), 2);
     for (qd, v) in by_qd {
+        let small: Vec<_> = v.iter().filter(|(d, _)| *d >= ideal).collect();
+        assert!(small.len() >= 3, "QD {qd}: {v:?}");
         assert!(
-            v.windows(2).all(|w| w[1].1 >= w[0].1 - 2.0),
+            small.windows(2).all(|w| w[1].1 > w[0].1 * 1.9),
             "QD {qd}: {v:?}"
         );
         assert!(
