@@ -277,6 +277,12 @@ pub enum BenchAction {
     Write(BenchIoArgs),
     /// Run a command and report the requests and bytes it caused on a device
     Writes(BenchWritesArgs),
+    /// FragPicker's frag size × frag distance sweep on a scratch fs: device requests, MB/s, CC, NLRS
+    Sweep(BenchSweepArgs),
+    /// FAST'24's degree of fragmentation: one file in 1..256 fragments, read at QD 1 and deep
+    Dof(BenchDofArgs),
+    /// Seagate's capacity × fragmentation × transfer-size O_DIRECT matrix on PaF structures (resumable)
+    Paf(BenchPafArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -382,6 +388,117 @@ pub struct BenchWritesArgs {
     /// The command to run, after `--`
     #[arg(required = true, last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// A value list such as `4K..1M`, `10..80/10` or `1M,8M` (see units::parse_value_list).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueList(pub Vec<u64>);
+
+fn value_list(s: &str) -> Result<ValueList, String> {
+    units::parse_value_list(s).map(ValueList)
+}
+
+#[derive(Args, Debug)]
+pub struct BenchSweepArgs {
+    /// Frag sizes F: a list or range (K, M suffixes; A..B doubles, A..B/STEP steps)
+    #[arg(long, default_value = "4K..1M", value_parser = value_list)]
+    pub frag_size: ValueList,
+    /// Frag distances D: a list or range
+    #[arg(long, default_value = "4K,64K,1M", value_parser = value_list)]
+    pub frag_distance: ValueList,
+    /// File system of the scratch fs fragkit makes (and destroys) for the sweep
+    #[arg(long, value_enum, default_value_t = FsType::Ext4)]
+    pub fs: FsType,
+    /// Size of the laid-out file
+    #[arg(long, default_value = "8M", value_parser = units::parse_nonzero_size)]
+    pub size: u64,
+    /// Request size of the sequential O_DIRECT read
+    #[arg(long, default_value = "128K", value_parser = units::parse_nonzero_size)]
+    pub request_size: u64,
+    /// Reads per point (caches dropped before each)
+    #[arg(long, default_value_t = 3)]
+    pub iterations: u32,
+    /// Scratch image size [default: the largest layout's span plus room]
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub scratch_size: Option<u64>,
+    /// Keep the scratch file system mounted afterwards
+    #[arg(long)]
+    pub keep: bool,
+    /// Write a PNG plot of requests and MB/s against frag size
+    #[arg(long, value_name = "PNG")]
+    pub plot: Option<PathBuf>,
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchDofArgs {
+    /// Degrees of fragmentation (fragments per file): a list or range
+    #[arg(long, default_value = "1..256", value_parser = value_list)]
+    pub dof: ValueList,
+    /// File size
+    #[arg(long, default_value = "8M", value_parser = units::parse_nonzero_size)]
+    pub size: u64,
+    /// Bytes between consecutive fragments
+    #[arg(long, default_value = "64K", value_parser = units::parse_nonzero_size)]
+    pub frag_distance: u64,
+    /// Request size of the O_DIRECT read (FAST'24: 1 MiB)
+    #[arg(long, default_value = "1M", value_parser = units::parse_nonzero_size)]
+    pub bs: u64,
+    /// Queue depths (requests in flight) to compare
+    #[arg(long, value_delimiter = ',', default_value = "1,32", value_parser = queue_depth)]
+    pub qd: Vec<u32>,
+    #[arg(long, value_enum, default_value_t = FsType::Ext4)]
+    pub fs: FsType,
+    /// Reads per point (caches dropped before each)
+    #[arg(long, default_value_t = 3)]
+    pub iterations: u32,
+    /// Scratch image size [default: from the largest layout]
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub scratch_size: Option<u64>,
+    /// Write a PNG plot of MB/s and requests against DoF
+    #[arg(long, value_name = "PNG")]
+    pub plot: Option<PathBuf>,
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchPafArgs {
+    /// Capacities filled by the PaF structure, percent: a list or range
+    #[arg(long, default_value = "10..80/10", value_parser = value_list)]
+    pub capacities: ValueList,
+    /// Fragmentation: percent of the structure's files deleted at random
+    #[arg(long, default_value = "0..70/10", value_parser = value_list)]
+    pub frag: ValueList,
+    /// Transfer (request) sizes of the O_DIRECT write and read
+    #[arg(long, default_value = "1M..64M", value_parser = value_list)]
+    pub xfer: ValueList,
+    /// Runs per transfer size (MB/s mean and CoV over them)
+    #[arg(long, default_value_t = 5)]
+    pub iterations: u32,
+    /// Results CSV: rows appended as each cell finishes; cells already in it are skipped
+    #[arg(long, default_value = "fragkit-paf.csv")]
+    pub csv: PathBuf,
+    #[arg(long, value_enum, default_value_t = FsType::Ext4)]
+    pub fs: FsType,
+    /// Scratch image size (a fresh one per cell)
+    #[arg(long, default_value = "1G", value_parser = units::parse_nonzero_size)]
+    pub fs_size: u64,
+    /// Size of the file written and read per transfer size
+    #[arg(long, default_value = "128M", value_parser = units::parse_nonzero_size)]
+    pub bench_size: u64,
+    /// File size of the PaF population
+    #[arg(long, default_value = "16M", value_parser = units::parse_nonzero_size)]
+    pub file_size: u64,
+    /// Seed of the PaF deletions
+    #[arg(long, default_value_t = 67005)]
+    pub seed: u64,
+    /// Directory for heat-map PNGs (one per transfer size)
+    #[arg(long, value_name = "DIR")]
+    pub plot_dir: Option<PathBuf>,
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
 }
 
 #[derive(Subcommand, Debug)]

@@ -149,3 +149,123 @@ mod duration_tests {
         assert!(parse_duration("").is_err());
     }
 }
+
+/// Parse a value list for sweeps and matrices: comma-separated items, each a value or a
+/// range `A..B` (doubling from A up to B) or `A..B/STEP` (A, A+STEP, ... up to B). Values
+/// are sizes with optional K, M, G, T suffixes (`4K..1M`, `10..80/10`, `1M,8M,64M`).
+/// Errors are one line naming the 1-based character position and what was expected there.
+pub fn parse_value_list(text: &str) -> Result<Vec<u64>, String> {
+    let bytes = text.as_bytes();
+    let fail = |at: usize, what: &str| -> String {
+        let found = match text[at.min(text.len())..].chars().next() {
+            Some(c) => format!("'{c}'"),
+            None => "the end".to_string(),
+        };
+        format!(
+            "list '{text}': at character {} found {found}, expected {what} (form A,B,... or A..B (doubling) or A..B/STEP, e.g. 4K..1M or 10..80/10)",
+            at + 1
+        )
+    };
+    // One value starting at `pos`: digits, then an optional K/M/G/T suffix.
+    let value = |pos: usize| -> Result<(u64, usize), String> {
+        let mut end = pos;
+        while end < bytes.len() && bytes[end].is_ascii_digit() {
+            end += 1;
+        }
+        if end == pos {
+            return Err(fail(pos, "a number such as 64 or 128K"));
+        }
+        if end < bytes.len() && matches!(bytes[end].to_ascii_uppercase(), b'K' | b'M' | b'G' | b'T')
+        {
+            end += 1;
+        }
+        let v =
+            parse_size(&text[pos..end]).map_err(|_| fail(pos, "a number that fits in 64 bits"))?;
+        Ok((v, end))
+    };
+    let mut out = Vec::new();
+    let mut pos = 0;
+    loop {
+        let (a, mut next) = value(pos)?;
+        if text[next..].starts_with("..") {
+            let (b, after_b) = value(next + 2)?;
+            if !matches!(bytes.get(after_b), None | Some(b',') | Some(b'/')) {
+                return Err(fail(after_b, "'/', ',' or the end after a range"));
+            }
+            if b < a {
+                return Err(fail(next + 2, &format!("an end not below the start {a}")));
+            }
+            next = after_b;
+            let step = if next < bytes.len() && bytes[next] == b'/' {
+                let (s, after_s) = value(next + 1)?;
+                if s == 0 {
+                    return Err(fail(next + 1, "a step greater than zero"));
+                }
+                next = after_s;
+                Some(s)
+            } else {
+                None
+            };
+            if step.is_none() && a == 0 {
+                return Err(fail(
+                    pos,
+                    "a start above 0 for a doubling range (or add /STEP)",
+                ));
+            }
+            let mut v = a;
+            while v <= b && out.len() < 100_000 {
+                out.push(v);
+                v = match step {
+                    Some(s) => v.saturating_add(s),
+                    None => v.saturating_mul(2),
+                };
+                if v == u64::MAX {
+                    break;
+                }
+            }
+        } else {
+            out.push(a);
+        }
+        match bytes.get(next) {
+            None => break,
+            Some(b',') => pos = next + 1,
+            Some(_) => {
+                return Err(fail(next, "',', '..', '/' or the end"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod list_tests {
+    use super::parse_value_list;
+
+    #[test]
+    fn lists_and_ranges() {
+        assert_eq!(
+            parse_value_list("10..80/10").unwrap(),
+            vec![10, 20, 30, 40, 50, 60, 70, 80]
+        );
+        assert_eq!(parse_value_list("0..20/10").unwrap(), vec![0, 10, 20]);
+        assert_eq!(
+            parse_value_list("1M..8M").unwrap(),
+            vec![1 << 20, 2 << 20, 4 << 20, 8 << 20]
+        );
+        assert_eq!(parse_value_list("4K,1M").unwrap(), vec![4096, 1 << 20]);
+        assert_eq!(
+            parse_value_list("4K..16K,1M").unwrap(),
+            vec![4096, 8192, 16384, 1 << 20]
+        );
+        let e = parse_value_list("10..x0").unwrap_err();
+        assert!(e.contains("at character 5 found 'x'"), "{e}");
+        let e = parse_value_list("10..80/").unwrap_err();
+        assert!(e.contains("at character 8 found the end"), "{e}");
+        let e = parse_value_list("10;20").unwrap_err();
+        assert!(e.contains("at character 3 found ';'"), "{e}");
+        assert!(parse_value_list("80..10/10")
+            .unwrap_err()
+            .contains("character 5"));
+        assert!(parse_value_list("0..64").is_err());
+    }
+}

@@ -1,8 +1,11 @@
 //! Benchmarks built on the I/O engine: statistics over runs, the device probes, and what
 //! a file's layout predicts a run will cost.
 
+pub mod dof;
+pub mod paf_matrix;
 pub mod probe;
 pub mod stats;
+pub mod sweep;
 
 use serde::Serialize;
 

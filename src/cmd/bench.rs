@@ -8,7 +8,10 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{BenchAction, BenchFormat, BenchIoArgs, BenchPattern, BenchWritesArgs, EngineArg};
+use crate::cli::{
+    BenchAction, BenchDofArgs, BenchFormat, BenchIoArgs, BenchPafArgs, BenchPattern,
+    BenchSweepArgs, BenchWritesArgs, EngineArg,
+};
 use crate::io::{self as engine_io, BlockDevice, EngineKind, JobSpec, Op, Pattern};
 use crate::report::bench::{self as out, BenchJob, WritesReport};
 
@@ -17,6 +20,9 @@ pub fn run(action: BenchAction) -> Result<i32> {
         BenchAction::Read(a) => run_io(a, Op::Read),
         BenchAction::Write(a) => run_io(a, Op::Write),
         BenchAction::Writes(a) => run_writes(a),
+        BenchAction::Sweep(a) => run_sweep(a),
+        BenchAction::Dof(a) => run_dof(a),
+        BenchAction::Paf(a) => run_paf(a),
     }
 }
 
@@ -153,4 +159,138 @@ fn run_writes(a: BenchWritesArgs) -> Result<i32> {
 fn status_signal(s: &std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     s.signal().unwrap_or(1)
+}
+
+fn run_sweep(a: BenchSweepArgs) -> Result<i32> {
+    use crate::bench::sweep::{self, SweepSpec};
+    use crate::report::bench_runs as runs;
+    crate::scratch::require_root("bench sweep")?;
+    let spec = SweepSpec {
+        fs: a.fs,
+        size: a.size,
+        frag_sizes: a.frag_size.0,
+        frag_distances: a.frag_distance.0,
+        request_size: a.request_size,
+        iterations: a.iterations,
+        scratch_size: a.scratch_size,
+        keep: a.keep,
+    };
+    let n = (spec.frag_sizes.len() * spec.frag_distances.len()) as u64;
+    let bar = progress(n, "layouts laid out and read");
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    bar.set_message(format!(
+        "(scratch {} of {})",
+        spec.fs.name(),
+        crate::units::short_size(
+            spec.scratch_size
+                .unwrap_or_else(|| sweep::scratch_size_for(&spec))
+        )
+    ));
+    let report = sweep::run(&spec, &mut |p| {
+        bar.set_message(format!(
+            "last F={} D={}: {:.0} reads, {:.0} MB/s",
+            crate::units::short_size(p.frag_size),
+            crate::units::short_size(p.frag_distance),
+            p.device_reads,
+            p.mb_per_s.mean
+        ));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    if let Some(png) = &a.plot {
+        runs::sweep_plot(png, &report)?;
+    }
+    write_output(|w| match a.format {
+        BenchFormat::Table => runs::sweep_table(w, &report),
+        BenchFormat::Json => runs::sweep_json(w, &report),
+        BenchFormat::Csv => runs::sweep_csv(w, &report),
+    })?;
+    if let Some(png) = &a.plot {
+        eprintln!("plot written to {}", png.display());
+    }
+    Ok(0)
+}
+
+fn run_dof(a: BenchDofArgs) -> Result<i32> {
+    use crate::bench::dof::{self, DofSpec};
+    use crate::report::bench_runs as runs;
+    crate::scratch::require_root("bench dof")?;
+    let spec = DofSpec {
+        fs: a.fs,
+        size: a.size,
+        dofs: a.dof.0,
+        frag_distance: a.frag_distance,
+        request_size: a.bs,
+        queue_depths: a.qd,
+        iterations: a.iterations,
+        scratch_size: a.scratch_size,
+    };
+    dof::validate(&spec)?;
+    let bar = progress(
+        (spec.dofs.len() * spec.queue_depths.len()) as u64,
+        "DoF × QD points",
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    let report = dof::run(&spec, &mut |p| {
+        bar.set_message(format!(
+            "last DoF {} QD {}: {:.0} MB/s",
+            p.dof, p.queue_depth, p.mb_per_s.mean
+        ));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    if let Some(png) = &a.plot {
+        runs::dof_plot(png, &report)?;
+    }
+    write_output(|w| match a.format {
+        BenchFormat::Table => runs::dof_table(w, &report),
+        BenchFormat::Json => runs::dof_json(w, &report),
+        BenchFormat::Csv => runs::dof_csv(w, &report),
+    })?;
+    Ok(0)
+}
+
+fn run_paf(a: BenchPafArgs) -> Result<i32> {
+    use crate::bench::paf_matrix::{self, MatrixSpec};
+    use crate::report::bench_runs as runs;
+    crate::scratch::require_root("bench paf")?;
+    let spec = MatrixSpec {
+        fs: a.fs,
+        fs_size: a.fs_size,
+        capacities: a.capacities.0,
+        frags: a.frag.0,
+        xfers: a.xfer.0,
+        iterations: a.iterations,
+        bench_size: a.bench_size,
+        file_size: a.file_size,
+        seed: a.seed,
+        csv: a.csv,
+    };
+    paf_matrix::validate(&spec)?;
+    let bar = progress(
+        (spec.capacities.len() * spec.frags.len()) as u64,
+        "cells (capacity × fragmentation)",
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    let report = paf_matrix::run(&spec, &mut |c, p, skipped| {
+        bar.set_message(format!(
+            "last {c}% / {p}%{}",
+            if skipped { " (already in the CSV)" } else { "" }
+        ));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let plots = match &a.plot_dir {
+        Some(dir) => runs::paf_plots(dir, &report)?,
+        None => Vec::new(),
+    };
+    write_output(|w| match a.format {
+        BenchFormat::Table => runs::paf_table(w, &report),
+        BenchFormat::Json => runs::paf_json(w, &report),
+        BenchFormat::Csv => runs::paf_csv(w, &report),
+    })?;
+    for p in plots {
+        eprintln!("heat map written to {}", p.display());
+    }
+    Ok(0)
 }

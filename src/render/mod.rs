@@ -7,6 +7,7 @@ pub mod canvas;
 pub mod config;
 pub mod fragtracer;
 pub mod picture;
+pub mod plot;
 
 pub use config::{ColorConfig, ImgConfig};
 pub use fragtracer::write_artefacts;

@@ -1,6 +1,7 @@
 //! Turning results into text for people and machines.
 
 pub mod bench;
+pub mod bench_runs;
 pub mod filefrag;
 pub mod free;
 pub mod lab;

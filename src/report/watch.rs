@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::{WatchReportArgs, WatchReportFormat};
@@ -179,21 +179,11 @@ fn steps(
     out
 }
 
-const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-
 /// Two panels over time: files and fragmented files; fragments and extra requests. Red
 /// ticks along the bottom mark the moments files first became fragmented.
 fn plot(out: &Path, series: &[SeriesPoint], first: &[crate::store::FirstFragmented]) -> Result<()> {
     use plotters::prelude::*;
-    use plotters::style::{register_font, FontStyle};
-    let font = std::fs::read(FONT).with_context(|| {
-        format!("--png needs the DejaVu font ({FONT}, Debian package fonts-dejavu-core)")
-    })?;
-    let _ = register_font(
-        "sans-serif",
-        FontStyle::Normal,
-        Box::leak(font.into_boxed_slice()),
-    );
+    crate::render::plot::register_plot_font("--png")?;
     if series.is_empty() {
         anyhow::bail!("--png {}: the history has no ticks to plot", out.display());
     }
