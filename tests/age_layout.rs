@@ -29,7 +29,7 @@ fn fidelity_on(fs: FsType, distances: &[u64], frag_sizes: &[u64]) {
             let r = build(&spec).unwrap_or_else(|e| panic!("{} F={f} D={d}: {e:#}", fs.name()));
             let expected = match fs {
                 FsType::Btrfs => Technique::Reflink,
-                FsType::Xfs if f == 4 * K => Technique::Reflink,
+                FsType::Xfs if f == 4 * K || f >= 128 * K => Technique::Reflink,
                 _ => Technique::FillAndPunch,
             };
             assert_eq!(r.technique, expected);
@@ -72,6 +72,12 @@ fn layout_fidelity_ext4() {
 #[test]
 fn layout_fidelity_xfs() {
     fidelity_on(FsType::Xfs, &[4 * K, 1024 * K], &ALL_F);
+}
+
+/// From 128 KiB up, xfs's per-AG headroom leaves no room for fill-and-punch: reflink.
+#[test]
+fn layout_fidelity_xfs_large_fragments() {
+    fidelity_on(FsType::Xfs, &[4 * K, 1024 * K], &[128 * K, 1024 * K]);
 }
 
 #[test]

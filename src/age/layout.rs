@@ -139,12 +139,14 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
     require_block_multiple("--frag-size", spec.frag_size, bs)?;
     require_block_multiple("--frag-distance", spec.frag_distance, bs)?;
     let n = spec.size.div_ceil(spec.frag_size);
-    let technique = match info.magic {
+    let mut technique = match info.magic {
         EXT4_MAGIC => Technique::FillAndPunch,
         // xfs holds back some single free blocks (per-AG reservations) that fill-and-punch
         // cannot take but a one-block allocation may get; a reflinked pattern allocates
         // nothing for the target, so use it there (xfs has reflink by default).
-        XFS_MAGIC if spec.frag_size == bs => Technique::Reflink,
+        // From 128 KiB up a fragment no longer fits beside xfs's per-AG allocation
+        // headroom in one freed hole (ENOSPC with every reserve block freed): reflink too.
+        XFS_MAGIC if spec.frag_size == bs || spec.frag_size >= 128 << 10 => Technique::Reflink,
         XFS_MAGIC => Technique::FillAndPunch,
         // btrfs places a file's next extent after its own previous one, so interleaving
         // two files only works for small D; a single pattern file is laid out in order.
@@ -160,7 +162,21 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
                 spec.force,
                 "age layout (fill-and-punch fills every free block)",
             )?;
-            fill_and_punch(spec, &dir, bs, info.magic, pb.as_ref())?
+            match fill_and_punch(spec, &dir, bs, info.magic, pb.as_ref()) {
+                Ok(()) => {}
+                // xfs keeps per-AG allocation headroom (AGFL refill, btree splits) that a
+                // fragment of 128 KiB or more cannot fit beside in one freed hole; its
+                // reflink technique needs no free-space games, so use that instead.
+                Err(e) if info.magic == XFS_MAGIC && is_enospc(&e) => {
+                    let _ = fs::remove_file(&spec.path);
+                    if let Some(pb) = &pb {
+                        pb.set_position(0);
+                    }
+                    technique = Technique::Reflink;
+                    reflink(spec, &dir, pb.as_ref())?
+                }
+                Err(e) => return Err(e),
+            }
         }
         Technique::Reflink => reflink(spec, &dir, pb.as_ref())?,
         Technique::Interleave => interleave(spec, &dir, pb.as_ref())?,
@@ -463,6 +479,13 @@ fn fill_and_punch(
         .sync_all()
         .map_err(|e| io_err(e, &spec.path, "fsync"))?;
     Ok(())
+}
+
+fn is_enospc(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.raw_os_error() == Some(libc::ENOSPC))
+    }) || e.to_string().contains("No space left on device")
 }
 
 fn io_err(e: io::Error, path: &Path, what: &str) -> anyhow::Error {
