@@ -169,34 +169,13 @@ impl Scratch {
                 fs.name()
             );
         }
-        let (dir, created_dir) = new_scratch_dir(spec.dir.as_deref())?;
-        let image = dir.join(format!("{}.img", fs.name()));
-        let mountpoint = dir.join("mnt");
-        let mut info = ScratchInfo {
-            version: 1,
-            fs: fs.name().to_string(),
-            size: spec.size,
-            dir: dir.clone(),
-            image: image.clone(),
-            loop_device: PathBuf::new(),
-            mountpoint: mountpoint.clone(),
-            created_dir,
-        };
-        // From here on a failure must undo what was done: the guard does it.
-        let mut guard = Scratch {
-            info: info.clone(),
-            keep: false,
-        };
-        write_marker(&info)?;
-        let f = fs::File::create(&image).with_context(|| format!("{}", image.display()))?;
+        let mut guard = Scratch::begin(fs, spec.size, spec.dir.as_deref())?;
+        let f = fs::File::create(&guard.info.image)
+            .with_context(|| format!("{}", guard.info.image.display()))?;
         f.set_len(spec.size)?;
         drop(f);
-        let loop_dev = run(Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&image))?;
-        info.loop_device = PathBuf::from(loop_dev);
-        guard.info = info.clone();
-        write_marker(&info)?;
+        guard.attach_loop()?;
+        let info = guard.info.clone();
         let (mkfs, args) = fs.mkfs();
         run(Command::new(mkfs)
             .args(args)
@@ -205,10 +184,10 @@ impl Scratch {
         if fs == FsType::Xfs {
             enable_xfs_exchange_range(&info.loop_device)?;
         }
-        fs::create_dir_all(&mountpoint)?;
+        fs::create_dir_all(&info.mountpoint)?;
         mount_fs(
             &info.loop_device,
-            &mountpoint,
+            &info.mountpoint,
             fs,
             spec.mount_options.as_deref(),
         )?;
@@ -223,44 +202,51 @@ impl Scratch {
         require_root("cloning a scratch file system")?;
         let fs = FsType::from_str(&self.info.fs, true)
             .map_err(|_| anyhow!("{}: unknown file system in marker", self.info.fs))?;
-        let (dir, created_dir) = new_scratch_dir(dir.as_deref())?;
-        let image = dir.join(format!("{}.img", fs.name()));
-        let mountpoint = dir.join("mnt");
-        let mut info = ScratchInfo {
-            version: 1,
-            fs: fs.name().to_string(),
-            size: self.info.size,
-            dir,
-            image: image.clone(),
-            loop_device: PathBuf::new(),
-            mountpoint: mountpoint.clone(),
-            created_dir,
-        };
-        let mut guard = Scratch {
-            info: info.clone(),
-            keep: false,
-        };
-        write_marker(&info)?;
+        let mut guard = Scratch::begin(fs, self.info.size, dir.as_deref())?;
         {
             let _frozen = Frozen::freeze(&self.info.mountpoint)?;
             // --sparse=always: only the blocks the file system wrote are copied.
             run(Command::new("cp")
                 .args(["--sparse=always", "--reflink=auto"])
                 .arg(&self.info.image)
-                .arg(&image))?;
+                .arg(&guard.info.image))?;
         }
-        let loop_dev = run(Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&image))?;
-        info.loop_device = PathBuf::from(loop_dev);
-        guard.info = info.clone();
-        write_marker(&info)?;
-        fs::create_dir_all(&mountpoint)?;
+        guard.attach_loop()?;
+        let info = guard.info.clone();
+        fs::create_dir_all(&info.mountpoint)?;
         // The copy has the source's UUID: xfs refuses a second mount of it unless told
         // (btrfs gives a cloned single-device fs a temporary fsid by itself since 6.7).
         let options = (fs == FsType::Xfs).then_some("nouuid");
-        mount_fs(&info.loop_device, &mountpoint, fs, options)?;
+        mount_fs(&info.loop_device, &info.mountpoint, fs, options)?;
         Ok(guard)
+    }
+
+    /// A new scratch directory with its marker; the returned guard undoes everything
+    /// done from here on if a later step fails.
+    fn begin(fs: FsType, size: u64, dir: Option<&Path>) -> Result<Scratch> {
+        let (dir, created_dir) = new_scratch_dir(dir)?;
+        let info = ScratchInfo {
+            version: 1,
+            fs: fs.name().to_string(),
+            size,
+            image: dir.join(format!("{}.img", fs.name())),
+            loop_device: PathBuf::new(),
+            mountpoint: dir.join("mnt"),
+            dir,
+            created_dir,
+        };
+        let guard = Scratch { info, keep: false };
+        write_marker(&guard.info)?;
+        Ok(guard)
+    }
+
+    /// Attach the image to a free loop device and record it in the marker.
+    fn attach_loop(&mut self) -> Result<()> {
+        let dev = run(Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&self.info.image))?;
+        self.info.loop_device = PathBuf::from(dev);
+        write_marker(&self.info)
     }
 
     pub fn mountpoint(&self) -> &Path {
