@@ -714,7 +714,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         ));
     }
     for m in methods.iter_mut() {
-        m.description = describe_method(&m.name, spec.workload).to_string();
+        m.description = describe_method(&m.name).to_string();
     }
 
     let variables: BTreeMap<String, PathBuf> = r.variables().into_iter().collect();
@@ -785,8 +785,7 @@ fn profile_summary(profile: &Path) -> Result<Value> {
     }))
 }
 
-fn describe_method(name: &str, w: Workload) -> &'static str {
-    let _ = w;
+fn describe_method(name: &str) -> &'static str {
     match name {
         "before" => "the fragmented file system, untouched",
         "pick" => "FragPicker: only the traced hot ranges that span more than one fragment",
@@ -834,7 +833,7 @@ fn look(r: &mut Runner, name: &str, mp: &Path, rs_arg: &str) -> Result<(LayoutFi
             s("map"),
             p(&work),
             s("--out"),
-            p(&r_out(r).join(&map)),
+            p(&r.out().join(&map)),
             s("--title"),
             format!(
                 "{name}: {} files, {} fragments, {} extra requests at {rs_arg}",
@@ -882,14 +881,6 @@ fn median(v: &[f64]) -> f64 {
         n if n % 2 == 1 => v[n / 2],
         n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
-}
-
-fn r_out(r: &Runner) -> PathBuf {
-    r.variables()
-        .into_iter()
-        .find(|(n, _)| n == "OUT")
-        .map(|(_, p)| p)
-        .unwrap_or_default()
 }
 
 /// One state's figures from the rounds: per round, its jobs (one per file, run one after
@@ -1015,11 +1006,11 @@ fn mp_var(vars: &[(String, PathBuf)], mp: &Path) -> String {
         .unwrap_or_else(|| "MP".into())
 }
 
-fn file_rows(_out: &Path, names: &[String], methods: &[MethodResult]) -> Vec<FileRow> {
+fn file_rows(out: &Path, names: &[String], methods: &[MethodResult]) -> Vec<FileRow> {
     let scans: Vec<BTreeMap<String, (u64, u64)>> = methods
         .iter()
         .map(|m| {
-            let path = _out.join(format!("data/scan-{}.json", m.name));
+            let path = out.join(format!("data/scan-{}.json", m.name));
             let v: Value = fs::read_to_string(path)
                 .ok()
                 .and_then(|t| serde_json::from_str(&t).ok())

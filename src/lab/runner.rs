@@ -61,6 +61,11 @@ impl Runner {
         })
     }
 
+    /// The output directory every step writes under.
+    pub fn out(&self) -> &Path {
+        &self.out
+    }
+
     pub fn exe(&self) -> &Path {
         &self.exe
     }
