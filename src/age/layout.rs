@@ -173,12 +173,12 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
                         pb.set_position(0);
                     }
                     technique = Technique::Reflink;
-                    reflink(spec, &dir, pb.as_ref())?
+                    reflink(spec, &dir, info.magic, pb.as_ref())?
                 }
                 Err(e) => return Err(e),
             }
         }
-        Technique::Reflink => reflink(spec, &dir, pb.as_ref())?,
+        Technique::Reflink => reflink(spec, &dir, info.magic, pb.as_ref())?,
         Technique::Interleave => interleave(spec, &dir, pb.as_ref())?,
     }
     if let Some(pb) = pb {
@@ -258,7 +258,12 @@ const BTRFS_SMALL_WRITE: u64 = 64 * 1024;
 
 /// One pattern file written in order (F, D, F, D, ... each its own O_DIRECT write), then
 /// its F pieces cloned into the target: the target's extents are exactly those pieces.
-fn reflink(spec: &LayoutSpec, dir: &Path, pb: Option<&indicatif::ProgressBar>) -> Result<()> {
+fn reflink(
+    spec: &LayoutSpec,
+    dir: &Path,
+    magic: u64,
+    pb: Option<&indicatif::ProgressBar>,
+) -> Result<()> {
     let f = spec.frag_size;
     let d = spec.frag_distance;
     let n = spec.size.div_ceil(f);
@@ -266,6 +271,14 @@ fn reflink(spec: &LayoutSpec, dir: &Path, pb: Option<&indicatif::ProgressBar>) -
     let pattern_path = dir.join(format!(".fragkit-layout-pattern.{}", std::process::id()));
     let _cleanup = RemoveOnDrop(vec![pattern_path.clone()]);
     let pattern = open_direct(&pattern_path)?;
+    let span = (n - 1) * stride + f.min(spec.size - (n - 1) * f);
+    if magic != BTRFS_MAGIC {
+        // xfs places each extending O_DIRECT write near the inode, i.e. in the small holes
+        // that earlier metadata allocations leave at the AG's start, which splits F pieces.
+        // One fallocate of the whole span asks for the largest free extents instead.
+        super::fallocate(&pattern, 0, 0, span)
+            .map_err(|e| io_err(e, &pattern_path, "fallocate"))?;
+    }
     let buf = DirectBuf::new(BTRFS_SMALL_WRITE as usize, spec.seed);
     // btrfs sorts data allocations into size classes (< 128 KiB, < 8 MiB, larger) kept in
     // different block groups: writing everything in pieces below 128 KiB keeps the F and
