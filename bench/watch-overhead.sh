@@ -80,7 +80,7 @@ start_monitor() { # MODE DIR
     fragkit)
       (
         echo "$BASHPID" >"$CG/cgroup.procs"
-        exec "$FRAGKIT" watch "$2" --interval 1s --db "$MNT/watch-$RANDOM.db" --format json \
+        exec "$FRAGKIT" watch "$2" --interval 1s --db "$WORK/watch-$RANDOM.db" --format json \
           >"$WORK/watch.json" 2>"$WORK/watch.err"
       ) &
       MONITOR_PID=$!

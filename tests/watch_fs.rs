@@ -477,3 +477,72 @@ fn watch_fragtracer_artefacts_follow_a_file_fragmented_while_watched() {
     }
     w.stop();
 }
+
+/// fanotify asks for one write per file per tick: the first write to a file raises an
+/// event and disarms the file, so its further writes raise nothing (and cost the writer
+/// nothing); the tick hands the file out and arms it again. Files already open for writing
+/// when the watch starts are armed too, and a file opened later is reported by its open.
+#[test]
+fn fanotify_hears_one_write_per_file_per_tick() {
+    use fragkit::watch::{fanotify::Fanotify, Change};
+    use std::io::Write;
+    let fs = scratch(FsType::Ext4, 64 << 20, &[]);
+    let mnt = fs.mountpoint().canonicalize().unwrap();
+    let hot = mnt.join("hot.log");
+    let append = |p: &Path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .unwrap()
+    };
+    // Open before the watch starts: armed from /proc/self/fd.
+    let mut file = append(&hot);
+    let mut fan = Fanotify::new(std::slice::from_ref(&mnt)).unwrap();
+    let tick = |fan: &mut Fanotify| {
+        let mut out = Vec::new();
+        fan.drain(&mut out).unwrap();
+        out
+    };
+    assert_eq!(tick(&mut fan), vec![], "nothing happened yet");
+
+    file.write_all(b"a").unwrap();
+    fan.wait(Duration::from_millis(500)).unwrap();
+    assert_eq!(fan.disarmed(), 1, "the first write disarms the file");
+    for _ in 0..1000 {
+        file.write_all(b"b").unwrap();
+    }
+    fan.wait(Duration::from_millis(100)).unwrap();
+    assert_eq!(
+        tick(&mut fan),
+        vec![Change::Changed(hot.clone())],
+        "1000 writes after the first raised events of their own"
+    );
+    assert_eq!(fan.disarmed(), 0);
+
+    // Armed again by the tick.
+    file.write_all(b"c").unwrap();
+    fan.wait(Duration::from_millis(500)).unwrap();
+    assert_eq!(fan.disarmed(), 1, "the tick did not arm the file again");
+    assert_eq!(tick(&mut fan), vec![Change::Changed(hot.clone())]);
+    // A write right after the tick (while the engine maps) is not lost either.
+    file.write_all(b"d").unwrap();
+    assert_eq!(tick(&mut fan), vec![Change::Changed(hot.clone())]);
+
+    // A file opened after the start: its open is the change; the tick arms it.
+    let late = mnt.join("late.log");
+    let mut late_file = append(&late);
+    let got = tick(&mut fan);
+    assert!(got.contains(&Change::Changed(late.clone())), "{got:?}");
+    late_file.write_all(b"x").unwrap();
+    fan.wait(Duration::from_millis(500)).unwrap();
+    assert_eq!(
+        fan.disarmed(),
+        1,
+        "a file armed after its open did not report a write"
+    );
+    assert_eq!(tick(&mut fan), vec![Change::Changed(late)]);
+    // Reopening an armed file is not reported again.
+    drop(append(&hot));
+    assert_eq!(tick(&mut fan), vec![]);
+}

@@ -146,7 +146,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     loop {
         while Instant::now() < next && !STOP.load(Ordering::SeqCst) {
             let left = next.saturating_duration_since(Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(50)));
+            engine.wait_for_events(left.min(Duration::from_millis(50)))?;
         }
         if STOP.load(Ordering::SeqCst) {
             break;

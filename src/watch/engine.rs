@@ -155,6 +155,11 @@ impl Engine {
         self.source.name()
     }
 
+    /// Between ticks: let the change source wait up to `timeout` (see `Source::wait`).
+    pub fn wait_for_events(&mut self, timeout: Duration) -> Result<()> {
+        Ok(self.source.wait(timeout)?)
+    }
+
     fn wanted(&self, p: &Path) -> bool {
         self.cfg.roots.iter().any(|r| p.starts_with(r))
             && !self.cfg.ignore.iter().any(|i| p.starts_with(i))
