@@ -3,7 +3,15 @@
 # without a monitor, with `fragkit watch --interval 1s`, and with a FragTracer-style monitor
 # (filefrag -v on every file, one process per file, every second, as the FragTracer paper
 # describes), in rotating order, PAIRS times. Prints per-run throughput, the monitor's own
-# CPU time, and the median overhead per workload.
+# CPU time, the workload's CPU time per operation, and the median overhead per workload.
+#
+# Two overheads are reported, both paired per round (with vs without, same round):
+# - throughput: 1 - ops/s with / ops/s without. On a shared VM this swings by ±15% between
+#   runs of the same database, far above 1%;
+# - CPU per operation: (database CPU + monitor CPU) / ops with, over database CPU / ops
+#   without, each read from its own cgroup. Process CPU time leaves out waiting (for the
+#   disk, for a vCPU the host gave to someone else), the main source of the swings above,
+#   but keeps everything watching adds to the database's own system calls.
 #
 #   bench/watch-overhead.sh [PAIRS] [WORKLOADS...]     (default: 3 rocksdb redis sqlite)
 #
@@ -46,22 +54,31 @@ cleanup() {
   redis-cli -p 16399 shutdown nosave >/dev/null 2>&1 || true
   "$FRAGKIT" scratch destroy "$MNT" >/dev/null 2>&1 || true
   [[ -n ${CG:-} ]] && rmdir "$CG" 2>/dev/null || true
+  [[ -n ${CGW:-} ]] && rmdir "$CGW" 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-# The monitor runs in its own cpuacct cgroup (v1 here; cgroup2 if that is all there is), so
-# its CPU time includes every short-lived child (filefrag processes) exactly.
+# The monitor and the workload each run in a cpuacct cgroup of their own (v1 here; cgroup2
+# if that is all there is), so CPU time includes every short-lived child (filefrag,
+# sqlite3, redis-benchmark processes) exactly.
 CG=
+CGW=
 for base in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
-  if mkdir "$base/fragkit-bench-$$" 2>/dev/null; then CG=$base/fragkit-bench-$$; break; fi
+  if mkdir "$base/fragkit-bench-$$" 2>/dev/null; then
+    CG=$base/fragkit-bench-$$
+    CGW=$base/fragkit-bench-work-$$
+    mkdir "$CGW"
+    break
+  fi
 done
 [[ -n $CG ]] || { echo "bench/watch-overhead.sh: cannot make a cgroup to account monitor CPU" >&2; exit 1; }
-cg_cpu_seconds() {
-  if [[ -f $CG/cpuacct.usage ]]; then
-    awk '{print $1/1e9}' "$CG/cpuacct.usage"
+cg_cpu_seconds() { # [CGROUP]
+  local g=${1:-$CG}
+  if [[ -f $g/cpuacct.usage ]]; then
+    awk '{print $1/1e9}' "$g/cpuacct.usage"
   else
-    awk '/^usage_usec/ {print $2/1e6}' "$CG/cpu.stat"
+    awk '/^usage_usec/ {print $2/1e6}' "$g/cpu.stat"
   fi
 }
 
@@ -104,7 +121,8 @@ stop_monitor() {
   MONITOR_PID=
 }
 
-# Each workload prints one number: throughput (higher is better).
+# Each workload prints "THROUGHPUT OPERATIONS" (operations done in the timed part). Its
+# helpers use bash arithmetic, not python3, to keep their own CPU out of the workload's.
 run_rocksdb() { # DIR
   db_bench --db="$1" --wal_dir="$1" --benchmarks=fillrandom --num=300000 --value_size=1000 \
     --compression_type=none --disable_auto_compactions=false >/dev/null 2>&1
@@ -112,7 +130,7 @@ run_rocksdb() { # DIR
   db_bench --db="$1" --wal_dir="$1" --use_existing_db=1 --benchmarks=readrandomwriterandom \
     --readwritepercent=50 --num=300000 --value_size=1000 --compression_type=none \
     --duration="$SECS" --threads=2 2>&1 |
-    awk '/^readrandomwriterandom/ {for (i=1;i<NF;i++) if ($(i+1) ~ /^ops\/sec/) print $i}'
+    awk -v secs="$SECS" '/^readrandomwriterandom/ {for (i=1;i<NF;i++) if ($(i+1) ~ /^ops\/sec/) printf "%s %d\n", $i, $i * secs}'
 }
 
 run_redis() { # DIR: AOF (fsync every second) + RDB snapshots every 5 s, loopback only
@@ -121,15 +139,15 @@ run_redis() { # DIR: AOF (fsync every second) + RDB snapshots every 5 s, loopbac
     >"$WORK/redis.log" 2>&1 &
   local pid=$!
   for _ in $(seq 50); do redis-cli -p 16399 ping >/dev/null 2>&1 && break; sleep 0.1; done
-  local end=$((SECONDS + SECS)) total=0 n=0 rps
+  local end=$((SECONDS + SECS)) rates=""
   while ((SECONDS < end)); do
-    rps=$(redis-benchmark -h 127.0.0.1 -p 16399 -t set -n 200000 -d 512 -r 200000 -c 16 -P 8 --csv -q 2>/dev/null |
-      awk -F'"' '/^"SET"/ {print $4}')
-    total=$(python3 -c "print($total + ${rps:-0})"); n=$((n + 1))
+    rates+=" $(redis-benchmark -h 127.0.0.1 -p 16399 -t set -n 200000 -d 512 -r 200000 -c 16 -P 8 --csv -q 2>/dev/null |
+      awk -F'"' '/^"SET"/ {print $4}')"
   done
   redis-cli -p 16399 shutdown nosave >/dev/null 2>&1 || kill "$pid"
   wait "$pid" 2>/dev/null || true
-  python3 -c "print(round($total / $n))"
+  # Each redis-benchmark run is 200,000 SETs; throughput is the mean of their rates.
+  echo "$rates" | awk '{for (i=1;i<=NF;i++) s+=$i; printf "%.0f %d\n", s/NF, NF*200000}'
 }
 
 run_sqlite() { # DIR: FAST'24-style inserts: many small transactions into a growing table
@@ -139,14 +157,14 @@ run_sqlite() { # DIR: FAST'24-style inserts: many small transactions into a grow
   batch=$(for _ in $(seq 50); do
     echo "BEGIN; INSERT INTO t(v) SELECT randomblob(4000) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<16) SELECT x FROM c); COMMIT;"
   done)
-  t0=$(date +%s.%N)
+  t0=${EPOCHREALTIME/./}
   while :; do
     sqlite3 "$db" "$batch"
     txns=$((txns + 50))
-    now=$(date +%s.%N)
-    python3 -c "import sys; sys.exit(0 if $now - $t0 >= $SECS else 1)" && break
+    now=${EPOCHREALTIME/./}
+    ((now - t0 >= SECS * 1000000)) && break
   done
-  python3 -c "print(round($txns / ($now - $t0), 1))"
+  echo "$((txns * 10000000 / (now - t0)))e-1 $txns"
 }
 
 RESULTS=$WORK/results.tsv
@@ -164,13 +182,18 @@ for w in "${WORKLOADS[@]}"; do
       echo 3 >/proc/sys/vm/drop_caches
       start_monitor "$mode" "$dir"
       t0=$(date +%s.%N)
-      tput=$("run_$w" "$dir")
+      W0=$(cg_cpu_seconds "$CGW")
+      read -r tput ops < <(
+        echo "$BASHPID" >"$CGW/cgroup.procs"
+        "run_$w" "$dir"
+      )
+      work_cpu=$(python3 -c "print(round($(cg_cpu_seconds "$CGW") - $W0, 3))")
       t1=$(date +%s.%N)
       stop_monitor
       cpu=$MONITOR_CPU
       wall=$(python3 -c "print(round($t1 - $t0, 2))")
       frags=$("$FRAGKIT" scan "$dir" --format json | python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(s["files"], s["fragmented_files"], s["fragments"])')
-      printf '%s\t%d\t%s\t%s\t%s\t%s\t%s\n' "$w" "$p" "$mode" "$tput" "$wall" "$cpu" "$frags" | tee -a "$RESULTS" >&2
+      printf '%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$p" "$mode" "$tput" "$wall" "$cpu" "$frags" "$ops" "$work_cpu" | tee -a "$RESULTS" >&2
       rm -rf "$dir"
     done
   done
@@ -180,25 +203,39 @@ python3 - "$RESULTS" <<'EOF'
 import sys, statistics
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 by = {}
-for w, p, mode, tput, wall, cpu, frags in rows:
-    by.setdefault(w, {}).setdefault(int(p), {})[mode] = (float(tput), float(wall), float(cpu), frags)
+for w, p, mode, tput, wall, cpu, frags, ops, work_cpu in rows:
+    by.setdefault(w, {}).setdefault(int(p), {})[mode] = dict(
+        tput=float(tput), wall=float(wall), cpu=float(cpu), frags=frags,
+        ops=float(ops), work_cpu=float(work_cpu))
 units = {"rocksdb": "ops/s", "redis": "SET/s", "sqlite": "txn/s"}
-print("| workload | pairs | baseline (median) | fragkit watch overhead (median) | fragkit CPU | FragTracer-style overhead (median) | FragTracer-style CPU | files / fragmented / fragments at end |")
+med = statistics.median
+def spread(v):
+    return f"{med(v):+.2f}% ({min(v):+.1f} … {max(v):+.1f})"
+print("Throughput change (1 − with/without, paired per round; positive = slower):\n")
+print("| workload | pairs | baseline (median) | fragkit watch | fragkit CPU | FragTracer-style | FragTracer-style CPU | files / fragmented / fragments at end |")
 print("|---|---|---|---|---|---|---|---|")
+cost = {}
 for w, pairs in by.items():
     base, fo, fc, to, tc = [], [], [], [], []
+    fcpu, tcpu = [], []
     for p, m in sorted(pairs.items()):
-        b = m["none"][0]
-        base.append(b)
-        fo.append((1 - m["fragkit"][0] / b) * 100)
-        to.append((1 - m["fragtracer"][0] / b) * 100)
-        fc.append(m["fragkit"][2] / m["fragkit"][1] * 100)
-        tc.append(m["fragtracer"][2] / m["fragtracer"][1] * 100)
-    end = pairs[max(pairs)]["none"][3]
-    med = statistics.median
-    print(f"| {w} | {len(pairs)} | {med(base):.0f} {units.get(w,'')} | {med(fo):+.2f}% ({', '.join(f'{x:+.1f}' for x in fo)}) "
-          f"| {med(fc):.2f}% of a core | {med(to):+.2f}% ({', '.join(f'{x:+.1f}' for x in to)}) | {med(tc):.2f}% of a core | {end} |")
-print("\noverhead = 1 - throughput(with monitor)/throughput(without), per pair; positive = slower.")
+        n = m["none"]
+        base.append(n["tput"])
+        per_op = n["work_cpu"] / n["ops"]
+        for mode, o, c, k in (("fragkit", fo, fc, fcpu), ("fragtracer", to, tc, tcpu)):
+            r = m[mode]
+            o.append((1 - r["tput"] / n["tput"]) * 100)
+            c.append(r["cpu"] / r["wall"] * 100)
+            k.append((((r["work_cpu"] + r["cpu"]) / r["ops"]) / per_op - 1) * 100)
+    cost[w] = (len(pairs), med([pairs[p]["none"]["work_cpu"] / pairs[p]["none"]["ops"] * 1e6 for p in pairs]), fcpu, tcpu)
+    end = pairs[max(pairs)]["none"]["frags"]
+    print(f"| {w} | {len(pairs)} | {med(base):.0f} {units.get(w,'')} | {spread(fo)} "
+          f"| {med(fc):.2f}% of a core | {spread(to)} | {med(tc):.2f}% of a core | {end} |")
+print("\nCPU per operation change ((database + monitor CPU) / ops, with over without, paired per round):\n")
+print("| workload | pairs | database CPU per op without (median) | fragkit watch | FragTracer-style |")
+print("|---|---|---|---|---|")
+for w, (n, per_op, fcpu, tcpu) in cost.items():
+    print(f"| {w} | {n} | {per_op:.1f} µs | {spread(fcpu)} | {spread(tcpu)} |")
 EOF
 python3 - "$WORK/load.txt" "$LOAD_AT_START" <<'EOF'
 import sys, statistics
