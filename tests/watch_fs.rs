@@ -546,3 +546,40 @@ fn fanotify_hears_one_write_per_file_per_tick() {
     drop(append(&hot));
     assert_eq!(tick(&mut fan), vec![]);
 }
+
+/// Mapping a whole tree opens every file in it: those opens of fragkit's own must not read
+/// as changes (nor overflow the event queue, which would force a full rescan every tick).
+#[test]
+fn watch_full_scan_of_a_big_tree_is_not_a_change() {
+    let fs = scratch(FsType::Ext4, 256 << 20, &["-N", "40000"]);
+    let dir = fs.mountpoint().join("many");
+    for d in 0..20 {
+        let sub = dir.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..1000 {
+            std::fs::write(sub.join(format!("f{f}")), b"x").unwrap();
+        }
+    }
+    nix::unistd::sync();
+    let dbdir = tempfile::tempdir().unwrap();
+    let db = dbdir.path().join("watch.db");
+    let v = fragkit_json(&[
+        "watch",
+        dir.to_str().unwrap(),
+        "--interval",
+        "300ms",
+        "--duration",
+        "2s",
+        "--rescan",
+        "1h",
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["source"], "fanotify", "{v}");
+    assert_eq!(v["totals"]["files"], 20_000, "{v}");
+    assert_eq!(v["full_rescans"], 1, "only the first scan: {v}");
+    assert_eq!(v["changed_files"], 0, "{v}");
+    assert!(v["events"].as_u64().unwrap() < 100, "{v}");
+}

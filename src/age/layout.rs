@@ -30,7 +30,8 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
-use super::{check_file, punch_hole, require_block_multiple, write_all_at, DirectBuf, FileCheck};
+use super::{check_file, require_block_multiple, write_all_at, DirectBuf, FileCheck};
+use crate::io::alloc::{allocate, punch_hole};
 use crate::layout::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, XFS_MAGIC};
 use crate::layout::model::Fragment;
 
@@ -276,8 +277,7 @@ fn reflink(
         // xfs places each extending O_DIRECT write near the inode, i.e. in the small holes
         // that earlier metadata allocations leave at the AG's start, which splits F pieces.
         // One fallocate of the whole span asks for the largest free extents instead.
-        super::fallocate(&pattern, 0, 0, span)
-            .map_err(|e| io_err(e, &pattern_path, "fallocate"))?;
+        allocate(&pattern, 0, span).map_err(|e| io_err(e, &pattern_path, "fallocate"))?;
     }
     let buf = DirectBuf::new(BTRFS_SMALL_WRITE as usize, spec.seed);
     // btrfs sorts data allocations into size classes (< 128 KiB, < 8 MiB, larger) kept in
@@ -351,7 +351,7 @@ fn fill_free_space(fill_dir: &Path, bs: u64) -> Result<(PathBuf, File)> {
         .with_context(|| format!("{}: cannot create filler", path.display()))?;
     let mut end = f.metadata()?.len();
     while chunk >= bs {
-        match super::fallocate(&f, 0, end, chunk) {
+        match allocate(&f, end, chunk) {
             Ok(()) => end += chunk,
             Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
                 // A partial allocation may remain; the next chunk starts past it.
@@ -415,7 +415,7 @@ fn fill_and_punch(
     let stride = f + d;
     let len_of = |k: u64| f.min(spec.size - k * f);
     let falloc = |file: &File, off: u64, len: u64, what: &str| {
-        super::fallocate(file, 0, off, len).map_err(|e| {
+        allocate(file, off, len).map_err(|e| {
             anyhow!("fallocate {what}: {e}; use a smaller --size or --frag-distance, or a larger file system")
         })
     };
@@ -469,7 +469,7 @@ fn fill_and_punch(
         // Freed blocks are reusable only once the journal has committed the free.
         nix::unistd::syncfs(holes.as_raw_fd())?;
         loop {
-            let r = super::fallocate(&target, 0, k * f, len)
+            let r = allocate(&target, k * f, len)
                 .and_then(|()| write_all_at(&target, &buf.as_slice()[..len as usize], k * f));
             match r {
                 Ok(()) => break,

@@ -94,27 +94,6 @@ pub(crate) fn write_all_at(f: &File, buf: &[u8], offset: u64) -> io::Result<()> 
     std::os::unix::fs::FileExt::write_all_at(f, buf, offset)
 }
 
-/// fallocate(2) with `mode` (0 = allocate, or FALLOC_FL_* flags).
-pub(crate) fn fallocate(f: &File, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
-    // SAFETY: plain fallocate(2) on an open fd.
-    let rc = unsafe { libc::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// Free the blocks under [offset, offset+len) without changing the file size.
-pub(crate) fn punch_hole(f: &File, offset: u64, len: u64) -> io::Result<()> {
-    fallocate(
-        f,
-        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-        offset,
-        len,
-    )
-}
-
 /// Capacity and use of a mounted file system, from statfs, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct FsUsage {

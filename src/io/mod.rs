@@ -12,6 +12,7 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
+pub mod alloc;
 pub mod buf;
 pub mod device;
 pub mod engine;

@@ -365,6 +365,10 @@ impl Engine {
         let r = self.cfg.request_size;
         let (tx, rx) = crossbeam_channel::bounded::<Found>(4096);
         let mut result = Ok((0u64, 0u64));
+        // Every file the walker opens raises FAN_OPEN: read those as they come and drop
+        // them, so a big tree cannot overflow the queue and look changed at the next tick.
+        self.source.mapping_tree(true);
+        let mut since_pump = 0u32;
         std::thread::scope(|scope| {
             scope.spawn(move || {
                 // Runs for the live map: the first MAP_FILES fragmented and MAP_FILES other
@@ -389,6 +393,13 @@ impl Engine {
                 );
             });
             for (path, dev, ino, s, runs) in rx {
+                since_pump += 1;
+                if since_pump >= 1024 {
+                    since_pump = 0;
+                    if let Err(e) = self.source.pump() {
+                        result = Err(e.into());
+                    }
+                }
                 let Ok((changed, mapped)) = &mut result else {
                     continue; // keep draining so the walker can finish
                 };
@@ -415,6 +426,9 @@ impl Engine {
                 }
             }
         });
+        let pumped = self.source.pump();
+        self.source.mapping_tree(false);
+        pumped?;
         result
     }
 

@@ -64,6 +64,10 @@ pub struct Fanotify {
     pending: Vec<Change>,
     /// Files disarmed since the last tick.
     disarmed: usize,
+    /// While fragkit maps a whole tree it opens every file: those FAN_OPEN events of its
+    /// own are dropped (and read as they come, so they cannot overflow the queue).
+    own_pid: i32,
+    skip_own_opens: bool,
 }
 
 fn fsid_of(path: &Path) -> io::Result<[i32; 2]> {
@@ -137,6 +141,8 @@ impl Fanotify {
             buf: vec![0u8; 64 * 1024],
             pending: Vec::new(),
             disarmed: 0,
+            own_pid: std::process::id() as i32,
+            skip_own_opens: false,
         };
         // Writers that opened their files before the mark raise no FAN_OPEN: arm those now
         // (after the mark, so a file opened meanwhile is seen one way or the other).
@@ -168,6 +174,12 @@ impl Fanotify {
         if rc == 0 {
             return Ok(());
         }
+        self.pump()
+    }
+
+    /// Read what is queued now (non-blocking) into the changes for the next tick,
+    /// disarming each file written.
+    pub fn pump(&mut self) -> io::Result<()> {
         let mut got = Vec::new();
         self.read_queue(&mut got, true)?;
         if matches!(self.pending.last(), Some(Change::Overflow)) {
@@ -216,6 +228,12 @@ impl Fanotify {
         {
             self.disarmed += 1;
         }
+    }
+
+    /// Drop (true) or keep (false) FAN_OPEN events caused by fragkit itself: on while it
+    /// maps a whole tree, where each of its opens would otherwise be a change.
+    pub fn skip_own_opens(&mut self, on: bool) {
+        self.skip_own_opens = on;
     }
 
     /// Files disarmed since the last tick (for tests and reports).
@@ -311,11 +329,18 @@ impl Fanotify {
             let event_len = u32_at(data, 0) as usize;
             let metadata_len = u16_at(data, 6) as usize;
             let mask = u64::from_ne_bytes(data[8..16].try_into().unwrap());
+            let pid = u32_at(data, 20) as i32;
             if event_len < METADATA_LEN || event_len > data.len() {
                 break;
             }
             let event = &data[..event_len];
             data = &data[event_len..];
+            if self.skip_own_opens
+                && pid == self.own_pid
+                && mask & !(libc::FAN_OPEN | libc::FAN_ONDIR) == 0
+            {
+                continue;
+            }
             if mask & libc::FAN_Q_OVERFLOW != 0 {
                 out.push(Change::Overflow);
                 continue;

@@ -102,15 +102,6 @@ pub fn temp_file_in(dir: &File) -> io::Result<File> {
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
-pub fn fallocate(f: &File, offset: u64, length: u64) -> io::Result<()> {
-    // SAFETY: fallocate(2) on an open fd.
-    let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, offset as i64, length as i64) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// Attempts at a contiguous donor before giving up on a range.
 const DONOR_TRIES: usize = 6;
 
@@ -136,7 +127,7 @@ pub fn donor_for(t: &Target<'_>, offset: u64, length: u64) -> Result<Option<(Fil
     let mut tried: Vec<(usize, File)> = Vec::new();
     for _ in 0..DONOR_TRIES {
         let donor = temp_file_in(t.dir)?;
-        if let Err(e) = fallocate(&donor, offset, length) {
+        if let Err(e) = crate::io::alloc::allocate(&donor, offset, length) {
             if e.raw_os_error() == Some(libc::ENOSPC) {
                 break;
             }

@@ -2,12 +2,12 @@
 //! out, reallocate, write it back. NOT crash-safe — a crash between the punch and the
 //! write leaves zeros — so it runs only with --method rewrite --unsafe.
 
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 use anyhow::Result;
 
-use super::{fallocate, Migrator, RangeOutcome, Target};
+use super::{Migrator, RangeOutcome, Target};
+use crate::io::alloc::{allocate, punch_hole};
 
 pub struct Rewrite;
 
@@ -21,19 +21,8 @@ impl Migrator for Rewrite {
         let mut data = vec![0u8; length as usize];
         t.file.read_exact_at(&mut data, offset)?;
         let alloc = length.div_ceil(t.block_size) * t.block_size;
-        // SAFETY: fallocate(2) punching a hole inside the file, size kept.
-        let rc = unsafe {
-            libc::fallocate(
-                t.file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                offset as i64,
-                alloc as i64,
-            )
-        };
-        if rc < 0 {
-            return Err(std::io::Error::last_os_error().into());
-        }
-        fallocate(t.file, offset, alloc)?;
+        punch_hole(t.file, offset, alloc)?;
+        allocate(t.file, offset, alloc)?;
         t.file.write_all_at(&data, offset)?;
         t.file.sync_all()?;
         Ok(RangeOutcome::Moved { bytes: length })
