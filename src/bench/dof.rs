@@ -119,16 +119,6 @@ pub fn run(spec: &DofSpec, on_point: &mut dyn FnMut(&DofPoint)) -> Result<DofRep
             if let Some(p) = prediction {
                 effective = p.request_size;
             }
-            let reads: Vec<f64> = result
-                .iterations
-                .iter()
-                .filter_map(|i| i.device.map(|d| d.reads as f64))
-                .collect();
-            let merges: Vec<f64> = result
-                .iterations
-                .iter()
-                .filter_map(|i| i.device.map(|d| d.read_merges as f64))
-                .collect();
             let lat: Vec<f64> = result
                 .iterations
                 .iter()
@@ -141,8 +131,8 @@ pub fn run(spec: &DofSpec, on_point: &mut dyn FnMut(&DofPoint)) -> Result<DofRep
                 queue_depth: qd,
                 effective_queue_depth: result.effective_queue_depth,
                 predicted_split: prediction.map_or(0, |p| p.split),
-                device_reads: mean(&reads),
-                device_read_merges: mean(&merges),
+                device_reads: result.device_mean(|d| d.reads),
+                device_read_merges: result.device_mean(|d| d.read_merges),
                 mb_per_s: result.mb_per_s,
                 mean_latency_us: mean(&lat),
             };

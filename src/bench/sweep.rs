@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::stats::{mean, nlrs, pearson, Summary};
+use super::stats::{nlrs, pearson, Summary};
 use crate::age::layout::{build, LayoutSpec, Technique};
 use crate::cli::FsType;
 use crate::io::{run_job, JobSpec, Op};
@@ -192,16 +192,6 @@ pub fn run(spec: &SweepSpec, on_point: &mut dyn FnMut(&SweepPoint)) -> Result<Sw
             if let Some(p) = prediction {
                 effective = p.request_size;
             }
-            let reads: Vec<f64> = result
-                .iterations
-                .iter()
-                .filter_map(|i| i.device.map(|d| d.reads as f64))
-                .collect();
-            let read_bytes: Vec<f64> = result
-                .iterations
-                .iter()
-                .filter_map(|i| i.device.map(|d| d.read_bytes as f64))
-                .collect();
             let point = SweepPoint {
                 frag_size: f,
                 frag_distance: d,
@@ -211,8 +201,8 @@ pub fn run(spec: &SweepSpec, on_point: &mut dyn FnMut(&SweepPoint)) -> Result<Sw
                 distance_fidelity: layout.distance_fidelity,
                 predicted_split: prediction.map_or(0, |p| p.split),
                 predicted_ideal: prediction.map_or(0, |p| p.ideal),
-                device_reads: mean(&reads),
-                device_read_bytes: mean(&read_bytes),
+                device_reads: result.device_mean(|d| d.reads),
+                device_read_bytes: result.device_mean(|d| d.read_bytes),
                 mb_per_s: result.mb_per_s,
             };
             on_point(&point);

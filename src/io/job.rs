@@ -140,6 +140,23 @@ pub struct JobResult {
     pub iops: Summary,
 }
 
+impl JobResult {
+    /// Mean over iterations of one device counter (`|d| d.reads`, ...); 0 when the device
+    /// gave no counters.
+    pub fn device_mean(&self, counter: impl Fn(&DeviceDelta) -> u64) -> f64 {
+        let v: Vec<f64> = self
+            .iterations
+            .iter()
+            .filter_map(|i| i.device.as_ref().map(|d| counter(d) as f64))
+            .collect();
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    }
+}
+
 /// An opened, validated target.
 struct Target {
     file: File,
