@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# What a monitor costs a writer, per write: bench/write_loop.c does COUNT buffered 4 KiB
-# pwrite(2)s over a 64 MiB file on a scratch ext4, timing itself, with no monitor, with
+# What a monitor costs a writer, per operation: bench/write_loop.c does COUNT buffered 4 KiB
+# pwrite(2)s over a 64 MiB file on a scratch ext4 ("overwrite"), and COUNT/10 rounds of
+# create + 4 KiB write + close + unlink of a journal file ("journal", SQLite's rollback
+# journal per transaction), timing itself, with no monitor, with
 # `fragkit watch --interval 1s` on the file's directory, and with a FragTracer-style monitor
 # (filefrag -v on every file each second), in rotating order, PAIRS times. fanotify builds
 # its events inside the writer's own system call, so this is where an event-driven monitor
@@ -63,12 +65,13 @@ for ((p = 0; p < PAIRS; p++)); do
     esac
     sleep 1.5 # the monitor is up and has made its first pass
     read -r wall cpu < <("$WORK/write_loop" "$MNT/data/hot.log" "$COUNT" 4096 67108864)
+    read -r jwall jcpu < <("$WORK/write_loop" --churn "$MNT/data" $((COUNT / 10)) 4096)
     if [[ -n $MONITOR_PID ]]; then
       kill "$MONITOR_PID" 2>/dev/null || true
       wait "$MONITOR_PID" 2>/dev/null || true
       MONITOR_PID=
     fi
-    printf '%d\t%s\t%s\t%s\n' "$p" "$mode" "$wall" "$cpu" | tee -a "$RESULTS" >&2
+    printf '%d\t%s\t%s\t%s\t%s\t%s\n' "$p" "$mode" "$wall" "$cpu" "$jwall" "$jcpu" | tee -a "$RESULTS" >&2
   done
 done
 
@@ -76,16 +79,19 @@ python3 - "$RESULTS" "$COUNT" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 by = {}
-for p, mode, wall, cpu in rows:
-    by.setdefault(int(p), {})[mode] = (float(wall), float(cpu))
+for p, mode, wall, cpu, jwall, jcpu in rows:
+    by.setdefault(int(p), {})[mode] = (float(wall), float(cpu), float(jwall), float(jcpu))
 med = statistics.median
-print(f"{len(by)} rotations of {int(sys.argv[2]):,} buffered 4 KiB pwrite(2)s each")
-print("| monitor | wall ns/write (median) | writer CPU ns/write (median) | CPU change vs none, paired (median, min..max) |")
-print("|---|---|---|---|")
+n = int(sys.argv[2])
+print(f"{len(by)} rotations; overwrite: {n:,} buffered 4 KiB pwrite(2)s; journal: {n // 10:,} x (create, write 4 KiB, close, unlink)")
+print("| monitor | overwrite: CPU ns/write (median) | change vs none, paired (median, min..max) | journal: CPU ns/cycle (median) | change vs none, paired (median, min..max) |")
+print("|---|---|---|---|---|")
 for mode in ("none", "fragkit", "fragtracer"):
-    w = [r[mode][0] for r in by.values()]
-    c = [r[mode][1] for r in by.values()]
-    ch = [(r[mode][1] / r["none"][1] - 1) * 100 for r in by.values()]
-    extra = "" if mode == "none" else f"{med(ch):+.2f}% ({min(ch):+.1f}..{max(ch):+.1f})"
-    print(f"| {mode} | {med(w):.0f} | {med(c):.0f} | {extra} |")
+    cols = []
+    for k in (1, 3):
+        v = [r[mode][k] for r in by.values()]
+        ch = [(r[mode][k] / r["none"][k] - 1) * 100 for r in by.values()]
+        cols.append(f"{med(v):.0f}")
+        cols.append("" if mode == "none" else f"{med(ch):+.2f}% ({min(ch):+.1f}..{max(ch):+.1f})")
+    print(f"| {mode} | " + " | ".join(cols) + " |")
 PY
