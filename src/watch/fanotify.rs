@@ -184,6 +184,22 @@ impl Fanotify {
             last_read: None,
             hot: HashMap::new(),
         };
+        // Per-file arming needs evictable inode marks (kernel 5.19+); without them no write
+        // would be heard, so refuse and let inotify take over (the caller says why).
+        if let Some(root) = roots.first() {
+            f.mark(
+                libc::FAN_MARK_ADD | FAN_MARK_EVICTABLE,
+                libc::FAN_MODIFY,
+                root,
+            )
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("evictable inode marks (kernel 5.19+): {e}"),
+                )
+            })?;
+            let _ = f.mark(libc::FAN_MARK_REMOVE, libc::FAN_MODIFY, root);
+        }
         // Writers that opened their files before the mark raise no FAN_OPEN: arm those now
         // (after the mark, so a file opened meanwhile is seen one way or the other).
         for p in open_for_writing(roots) {
