@@ -73,7 +73,9 @@ fn sweep_ext4_requests_follow_frag_size_not_distance() {
         // At and above it: flat.
         for f in [256, 512] {
             assert!(
-                (at(f) - at(128)).abs() <= at(128) * 0.05,
+                // + 2: a stray metadata read of the device's (an extent block, the journal)
+                // is one request in a count of ~32.
+                (at(f) - at(128)).abs() <= at(128) * 0.05 + 2.0,
                 "D={d}: F={f}K {} vs F=128K {}",
                 at(f),
                 at(128)
@@ -84,7 +86,7 @@ fn sweep_ext4_requests_follow_frag_size_not_distance() {
     for f in [16, 32, 64, 128, 256, 512] {
         let (a, b) = (reads[&(f * K, 4 * K)], reads[&(f * K, 1024 * K)]);
         assert!(
-            (a - b).abs() <= a.max(b) * 0.03,
+            (a - b).abs() <= a.max(b) * 0.03 + 2.0,
             "F={f}K: D=4K {a} vs D=1M {b}"
         );
     }
