@@ -11,10 +11,12 @@
 //!   ext4's reserved_clusters and the xfs reserve pool are emptied meanwhile and restored;
 //!   a few single-block reserve files are freed only when the kernel needs a block for the
 //!   target's extent tree. Everything but the target is deleted afterwards.
-//! - **reflink** (btrfs; xfs when F is one block): btrfs puts a file's next extent after its own previous one, and
-//!   keeps allocations of different size classes in different block groups. fragkit writes
-//!   one pattern file in order (F, D, F, D, ... in O_DIRECT writes below 128 KiB), clones
-//!   the F pieces into the target with FICLONERANGE and deletes the pattern.
+//! - **reflink** (btrfs; xfs when F is one block or ≥ 128 KiB, or fill-and-punch hit
+//!   ENOSPC): btrfs puts a file's next extent after its own previous one, and keeps
+//!   allocations of different size classes in different block groups. fragkit writes one
+//!   pattern file in order (F, D, F, D, ... in O_DIRECT writes below 128 KiB; on xfs into
+//!   one fallocated span), clones the F pieces into the target with FICLONERANGE and
+//!   deletes the pattern.
 //! - **interleave** (others, e.g. f2fs): alternating O_DIRECT writes of F bytes to the
 //!   target and D bytes to a spacer file, which log-structured allocators place in order.
 //!

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::buf::AlignedBuf;
 use super::device::{BlockDevice, DeviceDelta, QueueLimits};
 use super::engine::{self, Completion, EngineKind, Op, Request};
-use crate::bench::stats::{percentile_sorted, Summary};
+use crate::bench::stats::{mean, percentile_sorted, Summary};
 use crate::layout::fsinfo::{FsInfo, TMPFS_MAGIC};
 
 /// Where requests go within the region.
@@ -149,11 +149,7 @@ impl JobResult {
             .iter()
             .filter_map(|i| i.device.as_ref().map(|d| counter(d) as f64))
             .collect();
-        if v.is_empty() {
-            0.0
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
+        mean(&v)
     }
 }
 

@@ -362,7 +362,13 @@ impl Fanotify {
             .collect();
         let hot: Vec<(PathBuf, Option<StatKey>)> = self.hot.drain().collect();
         for (path, last) in hot {
-            self.arm(&path);
+            // Only FAN_MODIFY: a hot file was armed before, and its FAN_OPEN ignore mask
+            // is never removed.
+            let _ = self.mark(
+                libc::FAN_MARK_ADD | FAN_MARK_EVICTABLE,
+                libc::FAN_MODIFY,
+                &path,
+            );
             // Quiet (armed now) or gone: no longer hot. Changed: disarm again.
             if let Some(k) = stat_key(&path).filter(|k| Some(*k) != last) {
                 if self

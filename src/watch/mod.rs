@@ -92,7 +92,8 @@ impl Source {
     }
 
     /// Between ticks: wait up to `timeout`, reading events as they come where that
-    /// lowers their cost to the writers (fanotify muting); inotify just sleeps.
+    /// lowers their cost to the writers (fanotify disarms written files); inotify just
+    /// sleeps.
     pub fn wait(&mut self, timeout: std::time::Duration) -> io::Result<()> {
         match self {
             Source::Fanotify(f) => f.wait(timeout),
