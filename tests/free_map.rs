@@ -140,7 +140,19 @@ fn free_equals_xfs_spaceman_on_xfs() {
     let s = scratch(FsType::Xfs, 320 << 20, &["-d", "agcount=4"]);
     fragment_free_space(&s.mountpoint().join("fill"), 600, 96 << 10);
     let mp = s.mountpoint().to_string_lossy().into_owned();
-    let doc = fragkit_json(&["free", "--format", "json", &mp]);
+    // xfs frees a deleted file's blocks in the background (inode inactivation), so the
+    // free space can still move after sync: wait until two readings agree.
+    let mut doc = fragkit_json(&["free", "--format", "json", &mp]);
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let again = fragkit_json(&["free", "--format", "json", &mp]);
+        if again["free_extents"] == doc["free_extents"]
+            && again["free_blocks"] == doc["free_blocks"]
+        {
+            break;
+        }
+        doc = again;
+    }
     let theirs = run("xfs_spaceman", &["-c", "freesp -s", &mp]);
     let total = |p: &str| field(&theirs, p).parse::<u64>().unwrap();
     assert_eq!(doc["free_extents"], total("total free extents"));
