@@ -18,6 +18,7 @@ pub mod scan;
 pub mod scratch;
 pub mod serve;
 pub mod store;
+pub mod sys;
 pub mod trace;
 pub mod units;
 pub mod watch;
