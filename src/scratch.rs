@@ -13,11 +13,19 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::FsType;
 use crate::sys::freeze::Frozen;
 use crate::sys::mountinfo;
 
 const MARKER: &str = "fragkit-scratch.json";
+
+/// The file systems fragkit builds scratch images of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FsType {
+    Ext4,
+    Xfs,
+    Btrfs,
+    F2fs,
+}
 
 impl FsType {
     pub fn name(self) -> &'static str {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 
 /// Once in a test file: parse the Prometheus text format strictly enough to catch breakage.
 fn check_prometheus(text: &str) {

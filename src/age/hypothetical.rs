@@ -26,9 +26,26 @@ use rand::RngExt;
 use serde::Serialize;
 
 use super::{check_file, seeded_rng, write_all_at, DirectBuf, FileCheck};
-pub use crate::cli::{HypotheticalMode, HypotheticalPattern};
 use crate::sys::fsinfo::EXT4_MAGIC;
 use crate::sys::mountinfo;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// How the hypothetical workload writes its chunks.
+pub enum HypotheticalMode {
+    Append,
+    Overwrite,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// Where the dummy writes between chunks put the next chunk.
+pub enum HypotheticalPattern {
+    /// Dummy of S-G after each chunk: every chunk lands on the same die
+    Worst,
+    /// Dummy of a random multiple of G (1..32)
+    Random,
+    /// Dummy of S: chunks stay die-aligned
+    Aligned,
+}
 
 /// What to build.
 #[derive(Debug, Clone)]

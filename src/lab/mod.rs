@@ -21,8 +21,8 @@ use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cli::FsType;
 use crate::io::{BlockDevice, DeviceDelta};
+use crate::scratch::FsType;
 use crate::units::short_size;
 use runner::{json, Runner, StepRecord};
 

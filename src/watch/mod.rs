@@ -40,6 +40,17 @@ pub enum EventSource {
     Inotify,
 }
 
+/// The default history file: $XDG_STATE_HOME/fragkit/watch.db, else ~/.local/state/...
+pub fn default_db() -> anyhow::Result<PathBuf> {
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("fragkit/watch.db"));
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".local/state/fragkit/watch.db")),
+        None => anyhow::bail!("neither XDG_STATE_HOME nor HOME is set; pass --db PATH"),
+    }
+}
+
 pub enum Source {
     Fanotify(fanotify::Fanotify),
     Inotify(inotify::Inotify),
