@@ -16,8 +16,6 @@ pub mod render;
 pub mod report;
 pub mod scan;
 pub mod scratch;
-pub mod serve;
-pub mod store;
 pub mod sys;
 pub mod trace;
 pub mod units;

@@ -9,10 +9,10 @@ use anyhow::{Context, Result};
 
 use crate::cli::{InfoFormat, WatchAction, WatchArgs, WatchReportArgs, WatchReportFormat};
 use crate::layout::walk;
-use crate::serve;
-use crate::store::Store;
+
 use crate::watch::engine::{Config, Engine};
-use crate::watch::{artefacts, live, Source};
+use crate::watch::store::Store;
+use crate::watch::{artefacts, live, prometheus, serve, Source};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -100,7 +100,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let server = match args.listen {
         Some(addr) => {
             let l = serve::Live::new();
-            l.publish(live::snapshot(&engine), live::prometheus(&engine));
+            l.publish(live::snapshot(&engine), prometheus::prometheus(&engine));
             let bound = serve::start(addr, l.clone())?;
             Some((l, bound))
         }
@@ -147,7 +147,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         events += r.events;
         changed_total += r.changed_files;
         if let Some((l, _)) = &server {
-            l.publish(live::snapshot(&engine), live::prometheus(&engine));
+            l.publish(live::snapshot(&engine), prometheus::prometheus(&engine));
         }
         if let Some(out) = &fragtracer {
             if engine.changed > 0 {

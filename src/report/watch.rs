@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::store::{FileSummary, FirstFragmented, SeriesPoint};
+use crate::watch::store::{FileSummary, FirstFragmented, SeriesPoint};
 
 /// How `fragkit watch report` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,6 +6,11 @@
 //! what events cannot see (writes through mmap, lost events after a queue overflow).
 //! Memory per watched file is one 72-byte record plus its name (`index`, ~110 bytes);
 //! extents are kept only for a bounded set of recently changed files (the live map).
+//!
+//! Modules: `engine` (ticks, totals), `fanotify`/`inotify` (change sources), `index` (the
+//! per-file records), `store` (the SQLite history), `live` (the page's JSON snapshot),
+//! `prometheus` (the /metrics exposition), `serve` (HTTP: page, API, SSE, /metrics),
+//! `artefacts` (FragTracer's files, rewritten live with --fragtracer).
 
 pub mod artefacts;
 pub mod engine;
@@ -13,6 +18,9 @@ pub mod fanotify;
 pub mod index;
 pub mod inotify;
 pub mod live;
+pub mod prometheus;
+pub mod serve;
+pub mod store;
 
 use std::io;
 use std::path::PathBuf;
