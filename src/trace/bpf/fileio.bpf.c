@@ -43,8 +43,7 @@ struct pending {
 	u8 blkbits;
 };
 
-/* Shared with src/trace/loader.rs (struct Event there, checked against this one at
- * compile time through the skeleton); 48 bytes. */
+/* Shared with src/trace/loader.rs (struct Event there); 56 bytes. */
 struct event {
 	u64 ino;
 	u64 offset;
@@ -60,8 +59,9 @@ struct event {
 	u32 gen;   /* i_generation: with ino, a file handle for open_by_handle_at */
 };
 
-/* Puts `struct event` in the object's BTF, so the generated skeleton carries its layout. */
-struct event _event_layout = {};
+/* Never written: a global of the type makes the skeleton generate `types::event`, which
+ * src/trace/loader.rs checks its struct Event against at compile time. */
+struct event event_layout = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
