@@ -71,7 +71,7 @@ fragkit_run() { # pattern bs qd engine n
   a=$(devstat)
   echo "$mbs $(devdelta "$b" "$a")"
 }
-devdelta() { awk -v b="$1" -v a="$2" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%d %d %d", y[1] - x[1], y[2] - x[2], (y[3] - x[3]) * 512 }'; }
+devdelta() { awk -v b="$1" -v a="$2" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%.0f %.0f %.0f", y[1] - x[1], y[2] - x[2], (y[3] - x[3]) * 512 }'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 minmax() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.3f..%.3f", lo, hi }'; }
 bytes_of() { numfmt --from=iec "$1"; }
