@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# fragkit's I/O engine against fio on the same jobs, side by side in one run, on a file in a
-# scratch ext4 file system (a loop device over an image in RAM). Prints fragkit MB/s / fio MB/s per job; the goal
-# is 0.95..1.05. Jobs: sequential and random O_DIRECT reads, 128 KiB and 4 KiB requests,
-# queue depth 1 and 32, through io_uring in both tools (and psync at QD1).
+# fragkit's I/O engine against fio on the same jobs, on a file in a scratch ext4 file system
+# (a loop device over an image in RAM). Goal per job: fragkit MB/s / fio MB/s in 0.95..1.05
+# with the device's request and byte counts equal.
 #
-#   bench/fio-parity.sh            # REPS=5 pairs per job, median ratio
-#   REPS=9 SIZE=512M bench/fio-parity.sh   # more pairs on a busy machine
+# Jobs: sequential and random O_DIRECT reads, 128 KiB and 4 KiB requests, queue depth 1
+# and 32, through io_uring in both tools (and psync at QD1).
 #
-# Needs root (scratch file system). Both tools read the same file region in the same run;
-# the order alternates per repetition so background drift falls on both alike.
+# Same work: both tools issue the same number of requests N per run (fragkit --count N,
+# fio --io_size=N x bs, looping over the region), N chosen so one run lasts about RUNTIME
+# seconds; random patterns are a fresh random permutation of the region per pass in both
+# (fio's random map, fragkit's permutation). The device's own counters
+# (/sys/block/LOOP/stat: reads completed, merges, sectors) are read around every run and
+# printed per tool, so a difference in merging or request sizes shows.
+# Each peer's best setup for these jobs: fio's io_uring engine with registered buffers
+# (fixedbufs), as fragkit registers its buffers; both submit each request as it is queued
+# (fio's default iodepth_batch_submit=1), so neither tool's requests are merged by the
+# block layer's plug and the device sees the requested size.
+# Pairs: REPS pairs per job, alternating which tool goes first; the figure is the median of
+# the per-pair ratios with min..max. A control row runs fio against itself.
+#
+#   bench/fio-parity.sh                   # REPS=7, RUNTIME=3
+#   REPS=9 RUNTIME=5 bench/fio-parity.sh
+#
+# Needs root (scratch file system).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $(id -u) -ne 0 ]]; then
@@ -16,9 +30,9 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 command -v fio >/dev/null || { echo "bench/fio-parity.sh: fio not installed (run scripts/install-deps)" >&2; exit 1; }
-REPS=${REPS:-5}
-SIZE=${SIZE:-256M}          # region for 128 KiB jobs
-SIZE_4K=${SIZE_4K:-32M}     # region for 4 KiB jobs (same request count scale)
+REPS=${REPS:-7}
+RUNTIME=${RUNTIME:-3}
+SIZE=${SIZE:-256M} # region every job reads (loops over it as often as N requires)
 
 cargo build --release -q
 FRAGKIT=target/release/fragkit
@@ -32,56 +46,78 @@ file="$mp/parity"
 fio --name=fill --filename="$file" --size="$SIZE" --rw=write --bs=1M --direct=1 \
   --ioengine=psync --output-format=terse >/dev/null
 sync
+loopdev=$(findmnt -n -o SOURCE --target "$mp")
+stat_file=/sys/block/$(basename "$loopdev")/stat
+devstat() { awk '{ print $1, $2, $3 }' "$stat_file"; } # reads, merges, sectors
 
-fio_mbs() { # rw bs qd engine size -> MB/s (decimal)
-  fio --name=parity --filename="$file" --rw="$1" --bs="$2" --iodepth="$3" --ioengine="$4" \
-    --direct=1 --size="$5" --randrepeat=1 --output-format=terse |
-    awk -F';' 'NR==1 { printf "%.3f\n", $7 * 1024 / 1e6 }'
+# Each runner prints "MB/s reads merges bytes" (MB = 10^6 bytes; device deltas over the run).
+fio_run() { # rw bs qd engine n
+  local rw=$1 bs=$2 qd=$3 engine=$4 n=$5 extra=()
+  [[ $engine == io_uring ]] && extra=(--fixedbufs=1)
+  local b a mbs
+  b=$(devstat)
+  mbs=$(fio --name=parity --filename="$file" --rw="$rw" --bs="$bs" --iodepth="$qd" --ioengine="$engine" \
+    --direct=1 --size="$SIZE" --io_size=$((n * $(bytes_of "$bs"))) --randrepeat=1 "${extra[@]}" \
+    --output-format=terse | awk -F';' 'NR==1 { printf "%.3f\n", $7 * 1024 / 1e6 }')
+  a=$(devstat)
+  echo "$mbs $(devdelta "$b" "$a")"
 }
-fragkit_mbs() { # pattern bs qd engine size -> MB/s (decimal)
-  $FRAGKIT bench read --pattern "$1" --bs "$2" --qd "$3" --engine "$4" --size "$5" \
-    --direct --iterations 1 --no-drop-caches --format csv "$file" |
-    awk -F',' 'NR==2 { print $12 }'
+fragkit_run() { # pattern bs qd engine n
+  local b a mbs
+  b=$(devstat)
+  mbs=$($FRAGKIT bench read --pattern "$1" --bs "$2" --qd "$3" --engine "$4" --size "$SIZE" \
+    --count "$5" --direct --iterations 1 --no-drop-caches --format csv "$file" |
+    awk -F',' 'NR==2 { print $12 }')
+  a=$(devstat)
+  echo "$mbs $(devdelta "$b" "$a")"
 }
+devdelta() { awk -v b="$1" -v a="$2" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%.0f %.0f %.0f", y[1] - x[1], y[2] - x[2], (y[3] - x[3]) * 512 }'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+minmax() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.3f..%.3f", lo, hi }'; }
+bytes_of() { numfmt --from=iec "$1"; }
 
-printf '%-8s %-5s %-4s %-7s %12s %12s %8s\n' pattern bs qd engine "fio MB/s" "fragkit MB/s" ratio
+printf '%-7s %-5s %-3s %-6s %9s %8s %8s %15s %10s %10s %8s %8s\n' pattern bs qd engine requests "fio MB/s" "fk MB/s" "ratio (min..max)" "fio devreq" "fk devreq" "fio GB" "fk GB"
 jobs=(
   "seq 128K 1 uring" "seq 128K 32 uring" "random 128K 1 uring" "random 128K 32 uring"
   "seq 4K 1 uring" "seq 4K 32 uring" "random 4K 1 uring" "random 4K 32 uring"
   "seq 128K 1 psync" "random 4K 1 psync"
 )
-for job in "${jobs[@]}"; do
-  read -r pattern bs qd engine <<<"$job"
-  rw=read; [[ $pattern == random ]] && rw=randread
-  fio_engine=io_uring; [[ $engine == psync ]] && fio_engine=psync
-  size=$SIZE; [[ $bs == 4K ]] && size=$SIZE_4K
-  f=(); k=(); r=()
+control=("seq 128K 1 uring" "random 4K 32 uring")
+run_job() { # pattern bs qd engine [control]
+  local pattern=$1 bs=$2 qd=$3 engine=$4 ctl=${5:-}
+  local rw=read fio_engine=io_uring
+  [[ $pattern == random ]] && rw=randread
+  [[ $engine == psync ]] && fio_engine=psync
+  # N: about RUNTIME seconds at the rate a short fio run reaches.
+  local probe n
+  probe=$(fio_run "$rw" "$bs" "$qd" "$fio_engine" 2000 | cut -d' ' -f1)
+  n=$(awk -v mbs="$probe" -v bs="$(bytes_of "$bs")" -v t="$RUNTIME" 'BEGIN { n = mbs * 1e6 / bs * t; if (n < 2000) n = 2000; printf "%d", n }')
+  local f=() k=() r=() fr=() kr=() fb=() kb=() i x y
   for ((i = 0; i < REPS; i++)); do
     if ((i % 2 == 0)); then
-      a=$(fio_mbs "$rw" "$bs" "$qd" "$fio_engine" "$size"); b=$(fragkit_mbs "$pattern" "$bs" "$qd" "$engine" "$size")
+      x=$(fio_run "$rw" "$bs" "$qd" "$fio_engine" "$n")
+      if [[ -n $ctl ]]; then y=$(fio_run "$rw" "$bs" "$qd" "$fio_engine" "$n"); else y=$(fragkit_run "$pattern" "$bs" "$qd" "$engine" "$n"); fi
     else
-      b=$(fragkit_mbs "$pattern" "$bs" "$qd" "$engine" "$size"); a=$(fio_mbs "$rw" "$bs" "$qd" "$fio_engine" "$size")
+      if [[ -n $ctl ]]; then y=$(fio_run "$rw" "$bs" "$qd" "$fio_engine" "$n"); else y=$(fragkit_run "$pattern" "$bs" "$qd" "$engine" "$n"); fi
+      x=$(fio_run "$rw" "$bs" "$qd" "$fio_engine" "$n")
     fi
-    f+=("$a"); k+=("$b"); r+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", b / a }')")
-  done
-  printf '%-8s %-5s %-4s %-7s %12.1f %12.1f %8.3f\n' "$pattern" "$bs" "$qd" "$engine" \
-    "$(printf '%s\n' "${f[@]}" | median)" "$(printf '%s\n' "${k[@]}" | median)" \
-    "$(printf '%s\n' "${r[@]}" | median)"
-done
-# The noise floor of this machine: fio against itself on the same jobs, same procedure.
-for job in "seq 128K 1" "random 4K 32"; do
-  read -r pattern bs qd <<<"$job"
-  rw=read; [[ $pattern == random ]] && rw=randread
-  size=$SIZE; [[ $bs == 4K ]] && size=$SIZE_4K
-  r=()
-  for ((i = 0; i < REPS; i++)); do
-    a=$(fio_mbs "$rw" "$bs" "$qd" io_uring "$size"); b=$(fio_mbs "$rw" "$bs" "$qd" io_uring "$size")
+    read -r a ar am ab <<<"$x"
+    read -r b br bm bb <<<"$y"
+    f+=("$a"); k+=("$b"); fr+=("$ar"); kr+=("$br"); fb+=("$ab"); kb+=("$bb")
     r+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", b / a }')")
   done
-  printf '%-8s %-5s %-4s %-7s %12s %12s %8.3f   (control: fio / fio)\n' "$pattern" "$bs" "$qd" uring - - \
-    "$(printf '%s\n' "${r[@]}" | median)"
-done
-echo "ratio = fragkit / fio, median of $REPS back-to-back pairs; goal 0.95..1.05"
-echo "control rows: fio against itself; how far they stray from 1.000 is this machine's noise"
+  local label=$engine
+  [[ -n $ctl ]] && label="$engine*"
+  printf '%-7s %-5s %-3s %-6s %9d %8.1f %8.1f %6.3f (%s) %10s %10s %8.3f %8.3f\n' "$pattern" "$bs" "$qd" "$label" "$n" \
+    "$(printf '%s\n' "${f[@]}" | median)" "$(printf '%s\n' "${k[@]}" | median)" \
+    "$(printf '%s\n' "${r[@]}" | median)" "$(printf '%s\n' "${r[@]}" | minmax)" \
+    "$(printf '%s\n' "${fr[@]}" | median)" "$(printf '%s\n' "${kr[@]}" | median)" \
+    "$(printf '%s\n' "${fb[@]}" | median | awk '{ printf "%.3f", $1 / 1e9 }')" \
+    "$(printf '%s\n' "${kb[@]}" | median | awk '{ printf "%.3f", $1 / 1e9 }')"
+}
+for job in "${jobs[@]}"; do run_job $job; done
+for job in "${control[@]}"; do run_job $job control; done
+echo "ratio = fragkit MB/s / fio MB/s, median of $REPS alternating pairs (min..max); * = control: fio against itself"
+echo "devreq / GB = the loop device's completed read requests and bytes per run (median): equal counts = the same work"
+echo "physical floor: none printed; both read a RAM-backed loop device, so the ceiling is this machine's CPU"
 echo "load average during the run: $(cut -d' ' -f1-3 /proc/loadavg)"

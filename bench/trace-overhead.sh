@@ -4,19 +4,25 @@
 #   share is most visible) and a 128 KiB O_DIRECT read loop (device-bound),
 # each without the tracer, with the tracer attached but filtering the loop out (--comm
 # of another name: the cost every other process on the machine pays), and traced.
-# Then a paced run at 200k calls/s checks the ring buffer keeps up (drops must be 0).
+# Then a paced run at 500k calls/s checks the ring buffer keeps up (drops must be 0).
 # Prints ns per call, the difference to the untraced run, and the drops the tracer counted.
 # "cpu" is the loop's own CPU time per call (CLOCK_PROCESS_CPUTIME_ID): the eBPF programs
 # run inside its syscalls, so this is what tracing adds to each call, and it is not inflated
 # by waiting for a CPU on a busy machine; "wall" is elapsed time per call, for reference.
-# Each configuration runs REPEAT times interleaved; the least disturbed (lowest) counts.
-# Needs root. Usage: bench/trace-overhead.sh [PREAD_CALLS] [DIRECT_CALLS]
+# Physical floor: "floor" attaches two EMPTY programs to the same raw sys_enter/sys_exit
+# tracepoints fragkit uses (a 20-line libbpf loader built here): what the kernel charges
+# every syscall of every process for having a syscall tracepoint enabled at all, before any
+# of fragkit's filtering runs. "filtered" cannot go below it.
+# Rounds: every round runs base, floor, filtered and traced once each, in an order that
+# rotates from round to round; each configuration's cost is its difference to the same
+# round's base. Prints the median difference with min..max over ROUNDS rounds.
+# Needs root. Usage: bench/trace-overhead.sh [PREAD_CALLS] [DIRECT_CALLS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $(id -u) -eq 0 ]] || { echo "bench/trace-overhead.sh: needs root (eBPF, loop devices)" >&2; exit 1; }
 PREAD_CALLS=${1:-300000}
 DIRECT_CALLS=${2:-10000}
-REPEAT=3
+ROUNDS=${3:-9}
 
 cargo build --release --quiet
 FRAGKIT=$PWD/target/release/fragkit
@@ -65,6 +71,38 @@ int main(int argc, char **argv) {
 C
 cc -O2 -o "$work/ioloop" "$work/ioloop.c"
 
+# The floor: empty programs on raw_syscalls:sys_enter and sys_exit.
+cat >"$work/floor.bpf.c" <<'C'
+typedef unsigned long long __u64; typedef unsigned int __u32; typedef unsigned short __u16;
+typedef unsigned char __u8; typedef long long __s64; typedef int __s32;
+typedef unsigned int __be32; typedef unsigned short __be16; typedef unsigned int __wsum;
+#include <bpf/bpf_helpers.h>
+char LICENSE[] SEC("license") = "GPL";
+SEC("tp_btf/sys_enter") int floor_enter(__u64 *ctx) { return 0; }
+SEC("tp_btf/sys_exit") int floor_exit(__u64 *ctx) { return 0; }
+C
+cat >"$work/floor.c" <<'C'
+/* floor OBJ: load OBJ, attach every program, print "attached" on stderr, wait for SIGTERM. */
+#include <bpf/libbpf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static volatile sig_atomic_t stop;
+static void on_term(int s) { (void)s; stop = 1; }
+int main(int argc, char **argv) {
+  struct bpf_object *o = argc == 2 ? bpf_object__open_file(argv[1], NULL) : NULL;
+  if (!o || bpf_object__load(o)) { fprintf(stderr, "floor: cannot load %s\n", argv[1]); return 1; }
+  struct bpf_program *p;
+  bpf_object__for_each_program(p, o) if (!bpf_program__attach(p)) { fprintf(stderr, "floor: attach failed\n"); return 1; }
+  signal(SIGTERM, on_term);
+  fprintf(stderr, "attached\n");
+  while (!stop) pause();
+  return 0;
+}
+C
+clang -O2 -g -target bpf -c "$work/floor.bpf.c" -o "$work/floor.bpf.o"
+cc -O2 -o "$work/floor" "$work/floor.c" -lbpf
+
 mnt=$("$FRAGKIT" scratch create --fs ext4 --size 512M --dir "$work" 2>/dev/null)
 dd if=/dev/urandom of="$mnt/data" bs=1M count=128 status=none
 sync
@@ -84,6 +122,17 @@ run() {
       e=$(grep -m1 '"events"' "$work/profile.json" | tr -dc 0-9)
       echo "$ns $d $e"
       ;;
+    floor)
+      rm -f "$work/floor.err"
+      "$work/floor" "$work/floor.bpf.o" 2>"$work/floor.err" &
+      local fpid=$!
+      until grep -q attached "$work/floor.err" 2>/dev/null; do sleep 0.05; done
+      local fns
+      fns=$("$work/ioloop" "$mode" "$mnt/data" "$calls" "$rate")
+      kill -TERM $fpid
+      wait $fpid
+      echo "$fns 0 0"
+      ;;
     filtered)
       rm -f "$work/tracer.err"
       "$FRAGKIT" trace --comm fragkit-nomatch -o /dev/null 2>"$work/tracer.err" &
@@ -98,29 +147,35 @@ run() {
   esac
 }
 
-best() { sort -n | head -1; } # least disturbed of the repeats (shared machine)
-
-printf '%-22s %9s %9s %9s %9s %9s %8s %9s\n' loop cpu_ns added wall_ns added events dropped calls/s
+configs=(base floor filtered traced)
+printf '%-22s %9s %22s %9s %22s %9s %8s\n' loop cpu_ns "added: median (min..max)" wall_ns "added: median (min..max)" events dropped
 for spec in "pread4k $PREAD_CALLS" "direct128k $DIRECT_CALLS"; do
   set -- $spec
   mode=$1 calls=$2
   : >"$work/results"
-  for ((r = 0; r < REPEAT; r++)); do
-    for which in base filtered traced; do
-      echo "$which $(run "$mode" "$calls" 0 "$which")" >>"$work/results"
+  for ((r = 0; r < ROUNDS; r++)); do
+    for ((k = 0; k < ${#configs[@]}; k++)); do
+      which=${configs[(k + r) % ${#configs[@]}]}
+      echo "$r $which $(run "$mode" "$calls" 0 "$which")" >>"$work/results"
     done
   done
-  # Lowest cpu and wall per configuration; drops summed over repeats.
-  awk -v mode="$mode" '
-    { w = $1; if (!(w in c) || $2 < c[w]) c[w] = $2; if (!(w in t) || $3 < t[w]) t[w] = $3; d[w] += $4; e[w] = $5 }
-    END { n = split("base filtered traced", order, " ")
-          for (i = 1; i <= n; i++) { w = order[i]
-            printf "%-22s %9.1f %9.1f %9.1f %9.1f %9d %8d %9.0f\n", mode " " w, c[w], c[w] - c["base"], t[w], t[w] - t["base"], e[w], d[w], 1e9 / t[w] } }' "$work/results"
+  # Per round: each configuration minus that round's base; then median and range.
+  awk -v mode="$mode" -v n="$ROUNDS" '
+    { c[$1, $2] = $3; t[$1, $2] = $4; d[$2] += $5; e[$2] = $6 }
+    function sortn(a, k,   i, j, x) { for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x } }
+    function med(a, k) { return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
+    END {
+      split("base floor filtered traced", order, " ")
+      for (i = 1; i <= 4; i++) { w = order[i]
+        for (r = 0; r < n; r++) { ca[r + 1] = c[r, w] - c[r, "base"]; ta[r + 1] = t[r, w] - t[r, "base"]; cv[r + 1] = c[r, w]; tv[r + 1] = t[r, w] }
+        sortn(ca, n); sortn(ta, n); sortn(cv, n); sortn(tv, n)
+        printf "%-22s %9.1f %9.1f (%5.0f..%5.0f) %9.1f %9.1f (%5.0f..%5.0f) %9d %8d\n", mode " " w, med(cv, n), med(ca, n), ca[1], ca[n], med(tv, n), med(ta, n), ta[1], ta[n], e[w], d[w] } }' "$work/results"
 done
+echo "rounds: $ROUNDS (base, floor, filtered and traced once each per round, rotating order); cpu = the loop's own CPU time per call"
 
-# Paced: 200k traced calls per second for 2 s; the tracer must lose nothing. (A loop that
+# Paced: 500k traced calls per second for 2 s; the tracer must lose nothing. (A loop that
 # cannot keep the pace on a busy machine runs flat out instead: the achieved rate is shown.)
-read -r c w d e < <(run pread4k 400000 200000 traced)
+read -r c w d e < <(run pread4k 1000000 500000 traced)
 rate=$(awk -v ns="$w" 'BEGIN { printf "%.0f", 1e9 / ns }')
-printf '%-22s %9.1f %9s %9.1f %9s %9d %8d %9s\n' "pread4k traced 200k/s" "$c" - "$w" - "$e" "$d" "$rate"
+printf '%-22s %9.1f %22s %9.1f %22s %9d %8d  (%s calls/s)\n' "pread4k traced 500k/s" "$c" - "$w" - "$e" "$d" "$rate"
 [[ $d -eq 0 ]] || echo "WARNING: $d records dropped at $rate calls/s" >&2

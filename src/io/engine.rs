@@ -66,6 +66,12 @@ pub trait Engine {
     fn reap(&mut self, min: usize, done: &mut Vec<Completion>) -> io::Result<()>;
     /// Requests the engine really keeps in flight at queue depth `qd`.
     fn effective_depth(&self, qd: u32) -> u32;
+    /// Pin `len` bytes at `base` once so that requests whose buffers lie inside skip the
+    /// per-request page pinning (io_uring fixed buffers, fio's `fixedbufs`). Returns
+    /// whether it did; requests work either way. The memory must outlive the engine.
+    fn register_buffers(&mut self, _base: *mut u8, _len: usize) -> bool {
+        false
+    }
 }
 
 /// Open an engine for `fd` with room for `qd` requests in flight.

@@ -418,6 +418,9 @@ pub fn run_job_observed(
         Op::Read => AlignedBuf::new(slot_len * depth as usize),
         Op::Write => AlignedBuf::patterned(slot_len * depth as usize, 0x5a),
     };
+    // Registered once for every iteration. No request is in flight once `drive` returns,
+    // and the kernel holds its own references to the pinned pages until the ring closes.
+    eng.register_buffers(bufs.as_mut_ptr(), slot_len * depth as usize);
     let mut iterations = Vec::new();
     for i in 0..spec.warmup + spec.iterations {
         if spec.drop_caches {

@@ -1,12 +1,11 @@
-//! Loads src/trace/bpf/fileio.bpf.c, attaches it to the read/write syscall tracepoints and
-//! drains its ring buffer until told to stop.
+//! Loads src/trace/bpf/fileio.bpf.c, attaches it to the raw sys_enter/sys_exit tracepoints
+//! and drains its ring buffer until told to stop.
 //!
 //! Every attachment is a libbpf link owned by the skeleton, which lives on this module's
 //! stack: returning (normally, by error or after Ctrl-C/SIGTERM, which only set a flag)
 //! drops it and detaches everything. Nothing is pinned, so even a SIGKILLed tracer leaves
 //! nothing attached: the kernel closes the link fds with the process.
 
-use std::ffi::CString;
 use std::fs;
 use std::io;
 use std::mem::MaybeUninit;
@@ -135,7 +134,6 @@ impl TraceStats {
 
 const RING_BYTES: u64 = 16 << 20;
 const POLL: Duration = Duration::from_millis(100);
-const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// Everything the kernel must offer, checked up front so the error names what is missing.
 pub fn check_prerequisites() -> Result<()> {
@@ -144,31 +142,6 @@ pub fn check_prerequisites() -> Result<()> {
     }
     if !Path::new("/sys/kernel/btf/vmlinux").exists() {
         bail!("kernel BTF is missing (/sys/kernel/btf/vmlinux): fragkit trace needs a kernel built with CONFIG_DEBUG_INFO_BTF");
-    }
-    let syscalls = Path::new(TRACEFS).join("events/syscalls");
-    if !syscalls.exists() {
-        // Attaching a tracepoint needs its id from tracefs; mount it where systemd would.
-        let src = CString::new("tracefs").expect("static");
-        let dst = CString::new(TRACEFS).expect("static");
-        // SAFETY: plain mount(2) with NUL-terminated strings.
-        let rc = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                dst.as_ptr(),
-                src.as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        };
-        if rc != 0 && !syscalls.exists() {
-            bail!(
-                "tracefs is not mounted at {TRACEFS} and mounting it failed: {}",
-                io::Error::last_os_error()
-            );
-        }
-    }
-    if !syscalls.join("sys_enter_pread64").exists() {
-        bail!("the kernel has no syscall tracepoints ({}/sys_enter_pread64 missing): it needs CONFIG_FTRACE_SYSCALLS", syscalls.display());
     }
     Ok(())
 }
@@ -266,6 +239,17 @@ pub fn trace(
             ro.cgroup_level = cg.level;
         }
         ro.filter_dev = dev.unwrap_or(0);
+        // This architecture's syscall numbers: the program filters on them first.
+        ro.nr_read = libc::SYS_read;
+        ro.nr_write = libc::SYS_write;
+        ro.nr_readv = libc::SYS_readv;
+        ro.nr_writev = libc::SYS_writev;
+        ro.nr_pread64 = libc::SYS_pread64;
+        ro.nr_pwrite64 = libc::SYS_pwrite64;
+        ro.nr_preadv = libc::SYS_preadv;
+        ro.nr_pwritev = libc::SYS_pwritev;
+        ro.nr_preadv2 = libc::SYS_preadv2;
+        ro.nr_pwritev2 = libc::SYS_pwritev2;
         ro.wakeup_bytes = RING_BYTES / 8;
     }
     let mut skel = open.load().map_err(|e| {
@@ -278,7 +262,7 @@ pub fn trace(
             .context("seeding the pid filter")?;
     }
     skel.attach()
-        .map_err(|e| anyhow!("attaching to the syscall tracepoints failed: {e}"))?;
+        .map_err(|e| anyhow!("attaching to the raw sys_enter/sys_exit tracepoints failed: {e}"))?;
 
     let mut events = 0u64;
     let mut callback = |data: &[u8]| -> i32 {

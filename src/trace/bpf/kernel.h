@@ -78,10 +78,22 @@ struct files_struct {
 	struct fdtable *fdt;
 } __attribute__((preserve_access_index));
 
+struct bpf_local_storage;
+
 struct task_struct {
 	int pid;
 	int tgid;
 	struct files_struct *files;
+	struct bpf_local_storage *bpf_storage;
+} __attribute__((preserve_access_index));
+
+/* arch/x86/include/asm/ptrace.h: the registers a syscall's arguments arrive in. */
+struct pt_regs {
+	unsigned long di;
+	unsigned long si;
+	unsigned long dx;
+	unsigned long r10;
+	unsigned long r8;
 } __attribute__((preserve_access_index));
 
 #endif
