@@ -71,12 +71,7 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         ReportFormat::Table => print_table(&report),
     }
-    let s = &report.summary;
-    Ok(if s.verify_failures > 0 || s.ranges_failed > 0 {
-        1
-    } else {
-        0
-    })
+    Ok(report.summary.exit_code())
 }
 
 fn print_table(r: &DefragReport) {
@@ -111,6 +106,9 @@ fn print_table(r: &DefragReport) {
             result,
             f.path.display()
         );
+        if let Some(w) = &f.worse {
+            println!("      WORSE: {w}");
+        }
         for x in f.ranges.iter().filter(|x| x.reason.is_some()) {
             println!(
                 "      range {}+{}: {}",
@@ -162,6 +160,18 @@ fn print_table(r: &DefragReport) {
     }
     if s.verify_failures > 0 {
         println!("VERIFICATION FAILED on {} ranges", s.verify_failures);
+    }
+    if s.files_worse > 0 {
+        println!(
+            "WORSE: {} files came out worse than they went in (listed above)",
+            s.files_worse
+        );
+    }
+    if s.sync_ms > 0 {
+        println!(
+            "durable: every changed file fsynced before this report ({:.2} s of fsync)",
+            s.sync_ms as f64 / 1000.0
+        );
     }
     if s.budget_exhausted {
         println!("--budget reached: some ranges were left for a later run");

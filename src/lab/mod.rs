@@ -955,7 +955,7 @@ fn counted(
     let before = device.stats()?;
     let t = Instant::now();
     let text = match fragkit_output {
-        Some(file) => r.fragkit(name, args, Some(file))?,
+        Some(file) => r.fragkit_report(name, args, Some(file))?,
         None => r.tool(name, program, args)?,
     };
     let seconds = t.elapsed().as_secs_f64();
