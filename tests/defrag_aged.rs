@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 use fragkit::scratch::Scratch;
 use serde_json::Value;
 

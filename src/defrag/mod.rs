@@ -17,11 +17,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::age::fstune::SysfsTunable;
-use crate::layout::fiemap;
-use crate::layout::fsinfo::F2FS_MAGIC;
 use crate::layout::walk::map_path;
 use crate::metrics::FileMetrics;
 use crate::scan::scan_paths;
+use crate::sys::fiemap;
+use crate::sys::fsinfo::F2FS_MAGIC;
 use judge::Judgement;
 use migrate::{Goal, Method, RangeOutcome, Skip, SkipKind, Target};
 use plan::{Mode, SkippedRange};
@@ -572,7 +572,7 @@ fn free_space_plan(
 ) -> std::result::Result<Option<Vec<u64>>, Skip> {
     let runs = match space::free_runs(ctx.file) {
         Ok(r) => r,
-        Err(crate::layout::fsmap::FsmapError::Unsupported) => return Ok(None),
+        Err(crate::sys::fsmap::FsmapError::Unsupported) => return Ok(None),
         Err(e) => {
             return Err(Skip::new(
                 SkipKind::NoBetterLayout,

@@ -6,7 +6,8 @@ use std::fs::File;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 
-use crate::layout::fsmap::{encode_dev, read_fsmap, FsmapError};
+use crate::sys::dev::encode_dev;
+use crate::sys::fsmap::{read_fsmap, FsmapError};
 
 /// Lengths of the free extents of the file system holding `file`, largest first. On ext4
 /// GETFSMAP reports free space per block group, and an allocation never spans groups

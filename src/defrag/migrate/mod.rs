@@ -19,9 +19,9 @@ use serde::Serialize;
 
 use super::judge::{judge, Judgement};
 
-use crate::layout::fiemap;
-use crate::layout::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, F2FS_MAGIC, XFS_MAGIC};
 use crate::layout::model::{Extent, FileLayout};
+use crate::sys::fiemap;
+use crate::sys::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, F2FS_MAGIC, XFS_MAGIC};
 
 /// The file being defragmented, opened read-write, with its directory (for temp files).
 pub struct Target<'a> {
@@ -122,7 +122,7 @@ pub fn for_fs(magic: u64, method: Method, unshare: bool) -> Result<Box<dyn Migra
         F2FS_MAGIC => Box::new(f2fs::Defragment),
         other => bail!(
             "{} has no range-granular atomic migration in fragkit (ext4, xfs, btrfs, f2fs are supported)",
-            crate::layout::fsinfo::fs_type_name(other)
+            crate::sys::fsinfo::fs_type_name(other)
         ),
     })
 }
@@ -200,7 +200,7 @@ pub fn donor_for(
             if len == 0 {
                 break;
             }
-            if let Err(e) = crate::io::alloc::allocate(&donor, at, len) {
+            if let Err(e) = crate::sys::alloc::allocate(&donor, at, len) {
                 if e.raw_os_error() == Some(libc::ENOSPC) {
                     full = true;
                     break;
