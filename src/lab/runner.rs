@@ -152,6 +152,19 @@ impl Runner {
         self.run(name, Path::new(program), args, shown, None, &[0])
     }
 
+    /// Run a baseline tool and keep its stdout in data/`output` (its stderr is in the
+    /// step's log), so what it said — e.g. that a file needs no defragmentation — is kept.
+    pub fn tool_output(
+        &mut self,
+        name: &str,
+        program: &str,
+        args: &[String],
+        output: &str,
+    ) -> Result<String> {
+        let shown = self.show(program, args);
+        self.run(name, Path::new(program), args, shown, Some(output), &[0])
+    }
+
     /// Record a step the lab did itself (shown as the equivalent command).
     pub fn record(&mut self, name: &str, shown: String, seconds: f64, output: Option<&str>) {
         let n = self.steps.len() + 1;
