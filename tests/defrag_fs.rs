@@ -4,7 +4,6 @@
 mod common;
 
 use std::fs::OpenOptions;
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,15 +13,6 @@ use common::*;
 use fragkit::scratch::FsType;
 use fragkit::scratch::Scratch;
 use serde_json::Value;
-
-fn file_hash(path: &Path) -> u64 {
-    let mut data = Vec::new();
-    std::fs::File::open(path)
-        .unwrap()
-        .read_to_end(&mut data)
-        .unwrap();
-    xxhash_rust::xxh3::xxh3_64(&data)
-}
 
 fn scan_file(path: &Path) -> Value {
     let doc = fragkit_json(&["scan", "--format", "json", &path.to_string_lossy()]);
@@ -219,7 +209,8 @@ fn refuses_unsafe_targets() {
         .status()
         .unwrap()
         .success());
-    let r = fragkit_json(&["defrag", "--format", "json", &a.to_string_lossy()]);
+    // Refused targets: exit status 1, the reason in the report.
+    let r = fragkit_json_exit(&["defrag", "--format", "json", &a.to_string_lossy()], 1);
     Command::new("chattr").arg("-i").arg(&a).status().unwrap();
     assert!(
         r["files"][0]["refused"]
@@ -246,7 +237,7 @@ fn refuses_unsafe_targets() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let r = fragkit_json(&["defrag", "--format", "json", &b.to_string_lossy()]);
+    let r = fragkit_json_exit(&["defrag", "--format", "json", &b.to_string_lossy()], 1);
     assert!(
         r["files"][0]["refused"]
             .as_str()

@@ -71,10 +71,5 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         ReportFormat::Json => report::write_json_pretty(w, &report),
         ReportFormat::Table => out::write_table(w, &report),
     })?;
-    let s = &report.summary;
-    Ok(if s.verify_failures > 0 || s.ranges_failed > 0 {
-        1
-    } else {
-        0
-    })
+    Ok(report.summary.exit_code())
 }

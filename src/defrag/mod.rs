@@ -1,9 +1,11 @@
 //! `fragkit defrag`: plan (pick | bypass | full) → migrate with each file system's atomic
 //! primitive → verify, and report what it cost and what it bought.
 
+pub mod judge;
 pub mod migrate;
 pub mod plan;
 pub mod safety;
+pub mod space;
 pub mod verify;
 
 use std::fs::{File, OpenOptions};
@@ -20,7 +22,8 @@ use crate::metrics::FileMetrics;
 use crate::scan::scan_paths;
 use crate::sys::fiemap;
 use crate::sys::fsinfo::F2FS_MAGIC;
-use migrate::{Goal, Method, RangeOutcome, Target};
+use judge::Judgement;
+use migrate::{Goal, Method, RangeOutcome, Skip, SkipKind, Target};
 use plan::{Mode, SkippedRange};
 
 #[derive(Debug, Clone)]
@@ -50,9 +53,13 @@ pub struct RangeResult {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The migrator's own reason when it skipped the range (`reason` says it in words).
-    #[serde(skip)]
-    pub skip: Option<migrate::SkipReason>,
+    /// Why it was skipped, as a kind (see `migrate::SkipKind`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip: Option<SkipKind>,
+    /// The range's counts before and after (judged before the move was committed, or on
+    /// the result where the kernel chose the space).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<Judgement>,
     /// true: checksum equal after reading back from disk; false: differs; null: not
     /// checked (--no-verify) or inconclusive (file changed concurrently).
     pub verified: Option<bool>,
@@ -74,6 +81,10 @@ pub struct FileResult {
     pub split_before: u64,
     pub split_after: u64,
     pub ideal: u64,
+    /// Set when the file came out worse than it went in (more split requests, or more
+    /// fragments without fewer split requests; in full mode, more fragments).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worse: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -91,8 +102,27 @@ pub struct DefragSummary {
     pub extra_before: u64,
     pub extra_after: u64,
     pub verify_failures: u64,
+    /// Files that came out worse (see FileResult::worse); 0 is the promise.
+    pub files_worse: u64,
+    /// Ranges skipped for a reason other than --budget.
+    pub ranges_not_improvable: u64,
     pub budget_exhausted: bool,
+    /// Time spent making results durable (fsync per changed file).
+    pub sync_ms: u64,
     pub elapsed_ms: u64,
+}
+
+impl DefragSummary {
+    /// Exit status: 0 everything asked was done (or nothing needed doing), 1 some target
+    /// was refused, skipped, failed or came out worse (each listed in the report).
+    pub fn exit_code(&self) -> i32 {
+        let incomplete = self.files_refused
+            + self.ranges_failed
+            + self.verify_failures
+            + self.files_worse
+            + self.ranges_not_improvable;
+        i32::from(incomplete > 0)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -188,6 +218,9 @@ pub fn run(
             );
         }
     }
+    if !opts.dry_run && !nix::unistd::geteuid().is_root() {
+        bail!("defrag needs root (the migration ioctls and GETFSMAP do); run it as root, or add --dry-run to only plan");
+    }
     let started = Instant::now();
     let scan = scan_paths(paths, &[opts.request_size]).map_err(anyhow::Error::msg)?;
     for e in &scan.errors {
@@ -202,6 +235,8 @@ pub fn run(
     let total_planned: u64 = plans.iter().map(|p| p.bytes()).sum();
     let mut summary = DefragSummary {
         files_scanned: scan.files.len() as u64,
+        // A path that could not be scanned is a target not done.
+        files_refused: scan.errors.len() as u64,
         ..Default::default()
     };
     let mut files = Vec::new();
@@ -238,6 +273,7 @@ pub fn run(
                     status: "planned",
                     reason: None,
                     skip: None,
+                    judged: None,
                     verified: None,
                 })
                 .collect();
@@ -266,6 +302,7 @@ pub fn run(
         let (file, dir) = match opened {
             Ok(fd) => fd,
             Err(reason) => {
+                eprintln!("fragkit: {}: {reason}", path.display());
                 summary.files_refused += 1;
                 summary.extra_after += before.extra();
                 files.push(file_result(
@@ -283,6 +320,16 @@ pub fn run(
         if opts.method == Method::Rewrite && entry.file.fs.magic == F2FS_MAGIC {
             tunables.f2fs_out_of_place(entry.file.dev, path)?;
         }
+        let ctx = MoveCtx {
+            migrator: &*migrator,
+            file: &file,
+            dir: &dir,
+            block_size: entry.file.fs.block_size as u64,
+            goal: goal_for(&opts.mode, opts.request_size),
+            request_size: opts.request_size,
+            verify: opts.verify,
+            plan_free_space: matches!(opts.mode, Mode::Full),
+        };
         let mut results = Vec::new();
         let mut checks = Vec::new();
         let mut file_moved = 0u64;
@@ -294,29 +341,26 @@ pub fn run(
                     length: r.length,
                     status: "skipped",
                     reason: Some("--budget reached".into()),
-                    skip: None,
+                    skip: Some(SkipKind::Budget),
+                    judged: None,
                     verified: None,
                 });
                 continue;
             }
-            let bs = entry.file.fs.block_size as u64;
-            let goal = goal_for(&opts.mode, opts.request_size);
-            let run =
-                |off, len| migrate_one(&*migrator, &file, &dir, off, len, bs, goal, opts.verify);
-            let first = run(r.offset, r.length);
-            let no_room = first
-                .0
-                .skip
-                .is_some_and(|w| matches!(w, migrate::SkipReason::NoContiguousSpace(_)));
+            let first = migrate_one(&ctx, r.offset, r.length);
+            let no_room = first.0.skip == Some(SkipKind::NotBetter);
             let mut pieces = vec![first];
-            // No good space for the whole range: each R-window only needs its own run.
-            if no_room && r.length > opts.request_size {
+            // Pick and bypass: no good space for the whole range, but each R-window only
+            // needs its own run. (Full mode never splits: scattered windows are how a
+            // whole-file defrag makes a file worse.)
+            if no_room && r.length > opts.request_size && matches!(ctx.goal, Goal::WholeWindows(_))
+            {
                 pieces.clear();
                 let mut off = r.offset;
                 while off < r.offset + r.length {
                     let len = (opts.request_size - off % opts.request_size)
                         .min(r.offset + r.length - off);
-                    pieces.push(run(off, len));
+                    pieces.push(migrate_one(&ctx, off, len));
                     off += len;
                 }
             }
@@ -328,7 +372,12 @@ pub fn run(
                         moved_total += res.length;
                     }
                     "failed" => summary.ranges_failed += 1,
-                    _ => summary.ranges_skipped += 1,
+                    _ => {
+                        summary.ranges_skipped += 1;
+                        if res.skip != Some(SkipKind::Budget) {
+                            summary.ranges_not_improvable += 1;
+                        }
+                    }
                 }
                 results.push(res);
                 checks.push(check);
@@ -344,6 +393,21 @@ pub fn run(
                 }
             }
         }
+        if file_moved > 0 {
+            // Durable before it is reported: MOVE_EXT and the btrfs/f2fs rewrites are
+            // journalled or logged but not committed; fsync commits them.
+            let t = Instant::now();
+            if let Err(e) = file.sync_all() {
+                for x in results.iter_mut().filter(|x| x.status == "moved") {
+                    x.status = "failed";
+                    x.reason = Some(format!("fsync after the move failed: {e}"));
+                    summary.ranges_moved -= 1;
+                    summary.ranges_failed += 1;
+                }
+                file_moved = 0;
+            }
+            summary.sync_ms += t.elapsed().as_millis() as u64;
+        }
         if opts.verify && file_moved > 0 {
             let failed = verify_moved(&file, &mut results, &checks);
             summary.verify_failures += failed;
@@ -358,14 +422,20 @@ pub fn run(
             summary.files_changed += 1;
         }
         summary.extra_after += after.requests[0].extra();
-        files.push(file_result(
+        let mut result = file_result(
             entry,
             plan,
             Some(migrator.primitive()),
             None,
             results,
             after,
-        ));
+        );
+        result.worse = worse(&result, &opts.mode);
+        if let Some(w) = &result.worse {
+            summary.files_worse += 1;
+            eprintln!("fragkit: WORSE: {}: {w}", path.display());
+        }
+        files.push(result);
     }
     summary.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(DefragReport {
@@ -417,6 +487,7 @@ fn file_result(
         split_before: entry.metrics.requests[0].split,
         split_after: after.requests[0].split,
         ideal: after.requests[0].ideal,
+        worse: None,
     }
 }
 
@@ -442,7 +513,12 @@ fn open_target(path: &Path, key: (u64, u64)) -> std::result::Result<(File, File)
     };
     // Look first through a read-only descriptor: an immutable file refuses a writable open,
     // and the user should hear why.
-    let ro = open(false).map_err(|e| format!("cannot open: {e}"))?;
+    let ro = open(false).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            "vanished since the scan (deleted or renamed); not touched".to_string()
+        }
+        _ => format!("cannot open: {e}"),
+    })?;
     same_inode(&ro)?;
     if let Some(reason) = safety::refusal(&ro) {
         return Err(reason);
@@ -473,25 +549,62 @@ fn stamp(f: &File) -> Option<(i64, i64, i64, i64, u64)> {
     })
 }
 
-/// Migrate one range; returns its result and, when verifying, the checksum taken before
-/// and the file's content stamp at that moment (checked in one pass per file afterwards).
-#[allow(clippy::too_many_arguments)]
-fn migrate_one(
-    migrator: &dyn migrate::Migrator,
-    file: &File,
-    dir: &File,
-    offset: u64,
-    length: u64,
+/// What every range of one file is moved with.
+struct MoveCtx<'a> {
+    migrator: &'a dyn migrate::Migrator,
+    file: &'a File,
+    dir: &'a File,
     block_size: u64,
     goal: Goal,
+    request_size: u64,
     verify: bool,
-) -> (RangeResult, Option<Checked>) {
+    /// Full mode: plan the pieces from GETFSMAP's free space first (ext4, xfs).
+    plan_free_space: bool,
+}
+
+/// Full mode's free-space plan for a range now in `now` fragments: the piece sizes, or the
+/// skip when free space cannot hold it in fewer pieces. None: no GETFSMAP here (btrfs,
+/// f2fs); the result is judged after the move instead.
+fn free_space_plan(
+    ctx: &MoveCtx<'_>,
+    length: u64,
+    now: usize,
+) -> std::result::Result<Option<Vec<u64>>, Skip> {
+    let runs = match space::free_runs(ctx.file) {
+        Ok(r) => r,
+        Err(crate::sys::fsmap::FsmapError::Unsupported) => return Ok(None),
+        Err(e) => {
+            return Err(Skip::new(
+                SkipKind::NoBetterLayout,
+                format!("cannot read free space: {e}"),
+            ))
+        }
+    };
+    let largest = runs.first().copied().unwrap_or(0);
+    match space::best_fit_pieces(&runs, length, ctx.block_size) {
+        Some(p) if p.len() < now => Ok(Some(p)),
+        _ => Err(Skip::new(
+            SkipKind::NoBetterLayout,
+            format!(
+                "no better layout possible: largest free run {} KiB (the range is {} in {now} fragments)",
+                largest / 1024,
+                crate::units::HumanBytes(length)
+            ),
+        )),
+    }
+}
+
+/// Migrate one range; returns its result and, when verifying, the checksum taken before
+/// and the file's content stamp at that moment (checked in one pass per file afterwards).
+fn migrate_one(ctx: &MoveCtx<'_>, offset: u64, length: u64) -> (RangeResult, Option<Checked>) {
+    let file = ctx.file;
     let mut res = RangeResult {
         offset,
         length,
         status: "moved",
         reason: None,
         skip: None,
+        judged: None,
         verified: None,
     };
     let fail = |mut r: RangeResult, why: String| {
@@ -499,14 +612,40 @@ fn migrate_one(
         r.reason = Some(why);
         (r, None)
     };
+    let skip = |mut r: RangeResult, why: Skip| {
+        r.status = "skipped";
+        r.reason = Some(why.detail);
+        r.skip = Some(why.kind);
+        (r, None)
+    };
     let extents = match fiemap::read_extents(std::os::fd::AsFd::as_fd(file), false) {
         Ok(e) => e,
         Err(e) => return fail(res, e.to_string()),
     };
+    let pieces = if ctx.plan_free_space {
+        let now = crate::layout::model::clip_fragments(
+            &crate::layout::model::FileLayout {
+                size: offset + length,
+                allocated: 0,
+                block_size: ctx.block_size as u32,
+                extents: extents.clone(),
+            }
+            .fragments(),
+            offset,
+            offset + length,
+        )
+        .len();
+        match free_space_plan(ctx, length, now) {
+            Ok(p) => p,
+            Err(why) => return skip(res, why),
+        }
+    } else {
+        None
+    };
     let size = file.metadata().map(|m| m.size()).unwrap_or(0);
     // mtime/ctime change with writes, not with a migration of unchanged data.
     let stamp_before = stamp(file);
-    let before = if verify {
+    let before = if ctx.verify {
         match verify::hash_range(file, offset, length) {
             Ok(h) => Some(h),
             Err(e) => return fail(res, format!("reading before migration: {e}")),
@@ -516,27 +655,50 @@ fn migrate_one(
     };
     let target = Target {
         file,
-        dir,
+        dir: ctx.dir,
         size,
-        block_size,
+        block_size: ctx.block_size,
         extents: &extents,
-        goal,
+        goal: ctx.goal,
+        request_size: ctx.request_size,
+        pieces: pieces.as_deref(),
     };
-    match migrator.migrate(&target, offset, length) {
-        Ok(RangeOutcome::Moved { .. }) => {}
-        Ok(RangeOutcome::Skipped(why)) => {
-            res.status = "skipped";
-            res.reason = Some(why.to_string());
-            res.skip = Some(why);
-            return (res, None);
+    match ctx.migrator.migrate(&target, offset, length) {
+        Ok(RangeOutcome::Moved { judged, .. }) => {
+            res.judged = Some(judged);
+            if !judged.better() {
+                // Only where the kernel chose the space (btrfs, f2fs, rewrite): the move
+                // is done and cannot be taken back; say so.
+                res.reason = Some(format!(
+                    "MOVED BUT NOT BETTER: the file system placed it so: {}",
+                    judged.describe()
+                ));
+            }
         }
-        Err(e) => return fail(res, format!("{}: {e:#}", migrator.primitive())),
+        Ok(RangeOutcome::Skipped(why)) => return skip(res, why),
+        Err(e) => return fail(res, format!("{}: {e:#}", ctx.migrator.primitive())),
     }
     let checked = before.map(|hash| Checked {
         hash,
         stamp: stamp_before,
     });
     (res, checked)
+}
+
+/// Whether a file came out worse, and how: more split requests at R; or more fragments
+/// without fewer split requests (pick and bypass may cut a run to save a request); in full
+/// mode, any more fragments.
+fn worse(f: &FileResult, mode: &Mode) -> Option<String> {
+    let more_frags = f.fragments_after > f.fragments_before;
+    let more_split = f.split_after > f.split_before;
+    let is_worse = more_split
+        || (more_frags && (matches!(mode, Mode::Full) || f.split_after >= f.split_before));
+    is_worse.then(|| {
+        format!(
+            "came out worse: fragments {}→{}, split requests {}→{}",
+            f.fragments_before, f.fragments_after, f.split_before, f.split_after
+        )
+    })
 }
 
 /// What a moved range looked like before: compared after the file's last range.

@@ -162,6 +162,58 @@ pub struct DefragFigures {
     pub device_bytes_written: u64,
     pub device_write_requests: u64,
     pub device_bytes_read: u64,
+    /// What the defragmenter declined to do, in its own words (e4defrag "does not need
+    /// defragmentation", xfs_fsr "already fully defragmented", fragkit's skip reasons).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declined: Option<String>,
+    /// fragkit defrag: files it reported came out worse (0 is its promise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_worse: Option<u64>,
+}
+
+/// The lines of a baseline tool's output (stdout, then its log) saying it left files alone.
+fn tool_declined(text: &str) -> Option<String> {
+    const SIGNS: [&str; 5] = [
+        "does not need defragmentation",
+        "already fully defragmented",
+        "already optimal",
+        "no improvement",
+        "not need",
+    ];
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| SIGNS.iter().any(|s| l.to_lowercase().contains(s)))
+        .collect();
+    match lines.len() {
+        0 => None,
+        1 => Some(lines[0].to_string()),
+        n => Some(format!("{} (and {} more lines like it)", lines[0], n - 1)),
+    }
+}
+
+/// fragkit defrag's skips, counted by reason kind, with one example reason each.
+fn fragkit_declined(report: &serde_json::Value) -> Option<String> {
+    let mut kinds: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for f in report["files"].as_array().into_iter().flatten() {
+        for r in f["ranges"].as_array().into_iter().flatten() {
+            if r["status"] == "skipped" {
+                let kind = r["skip"].as_str().unwrap_or("skipped").to_string();
+                let e = kinds.entry(kind).or_insert((0, String::new()));
+                e.0 += 1;
+                if e.1.is_empty() {
+                    e.1 = r["reason"].as_str().unwrap_or_default().to_string();
+                }
+            }
+        }
+    }
+    (!kinds.is_empty()).then(|| {
+        kinds
+            .iter()
+            .map(|(k, (n, why))| format!("{n} ranges skipped ({k}), e.g. \"{why}\""))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -954,8 +1006,8 @@ fn counted(
     let before = device.stats()?;
     let t = Instant::now();
     let text = match fragkit_output {
-        Some(file) => r.fragkit(name, args, Some(file))?,
-        None => r.tool(name, program, args)?,
+        Some(file) => r.fragkit_report(name, args, Some(file))?,
+        None => r.tool_output(name, program, args, &format!("{program}.out"))?,
     };
     let seconds = t.elapsed().as_secs_f64();
     nix::unistd::sync();
@@ -968,7 +1020,7 @@ fn counted(
             step.command
         );
     }
-    let (planned, moved, ranges, failures) = if fragkit_output.is_some() {
+    let (planned, moved, ranges, failures, declined, worse) = if fragkit_output.is_some() {
         let v = json(name, &text)?;
         let sm = &v["summary"];
         (
@@ -976,9 +1028,23 @@ fn counted(
             Some(u(sm, "/bytes_moved")),
             Some(u(sm, "/ranges_moved")),
             Some(u(sm, "/verify_failures")),
+            fragkit_declined(&v),
+            Some(u(sm, "/files_worse")),
         )
     } else {
-        (None, None, None, None)
+        let log = r
+            .steps
+            .last()
+            .map(|s| std::fs::read_to_string(r.out().join(&s.log)).unwrap_or_default())
+            .unwrap_or_default();
+        (
+            None,
+            None,
+            None,
+            None,
+            tool_declined(&format!("{text}\n{log}")),
+            None,
+        )
     };
     if failures.is_some_and(|f| f > 0) {
         bail!(
@@ -995,6 +1061,8 @@ fn counted(
         device_bytes_written: delta.write_bytes,
         device_write_requests: delta.writes,
         device_bytes_read: delta.read_bytes,
+        declined,
+        files_worse: worse,
     })
 }
 

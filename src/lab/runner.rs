@@ -130,13 +130,39 @@ impl Runner {
     pub fn fragkit(&mut self, name: &str, args: &[String], output: Option<&str>) -> Result<String> {
         let exe = self.exe.clone();
         let shown = self.show("fragkit", args);
-        self.run(name, &exe, args, shown, output)
+        self.run(name, &exe, args, shown, output, &[0])
+    }
+
+    /// Run a fragkit command whose exit status 1 means "done, some targets skipped or
+    /// refused, listed in its report" (defrag): the lab reads the report instead of failing.
+    pub fn fragkit_report(
+        &mut self,
+        name: &str,
+        args: &[String],
+        output: Option<&str>,
+    ) -> Result<String> {
+        let exe = self.exe.clone();
+        let shown = self.show("fragkit", args);
+        self.run(name, &exe, args, shown, output, &[0, 1])
     }
 
     /// Run another program (a baseline tool) the same way.
     pub fn tool(&mut self, name: &str, program: &str, args: &[String]) -> Result<String> {
         let shown = self.show(program, args);
-        self.run(name, Path::new(program), args, shown, None)
+        self.run(name, Path::new(program), args, shown, None, &[0])
+    }
+
+    /// Run a baseline tool and keep its stdout in data/`output` (its stderr is in the
+    /// step's log), so what it said — e.g. that a file needs no defragmentation — is kept.
+    pub fn tool_output(
+        &mut self,
+        name: &str,
+        program: &str,
+        args: &[String],
+        output: &str,
+    ) -> Result<String> {
+        let shown = self.show(program, args);
+        self.run(name, Path::new(program), args, shown, Some(output), &[0])
     }
 
     /// Record a step the lab did itself (shown as the equivalent command).
@@ -166,6 +192,7 @@ impl Runner {
         args: &[String],
         shown: String,
         output: Option<&str>,
+        ok: &[i32],
     ) -> Result<String> {
         let n = self.steps.len() + 1;
         self.bar.set_message(name.to_string());
@@ -201,7 +228,7 @@ impl Runner {
             output,
         });
         self.bar.inc(1);
-        if !result.status.success() {
+        if !ok.contains(&code) {
             let text = fs::read_to_string(self.out.join(&log)).unwrap_or_default();
             let last = text
                 .lines()

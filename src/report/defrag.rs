@@ -40,6 +40,9 @@ pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
             result,
             f.path.display()
         )?;
+        if let Some(why) = &f.worse {
+            writeln!(w, "      WORSE: {why}")?;
+        }
         for x in f.ranges.iter().filter(|x| x.reason.is_some()) {
             writeln!(
                 w,
@@ -96,6 +99,20 @@ pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
     }
     if s.verify_failures > 0 {
         writeln!(w, "VERIFICATION FAILED on {} ranges", s.verify_failures)?;
+    }
+    if s.files_worse > 0 {
+        writeln!(
+            w,
+            "WORSE: {} files came out worse than they went in (listed above)",
+            s.files_worse
+        )?;
+    }
+    if s.sync_ms > 0 {
+        writeln!(
+            w,
+            "durable: every changed file fsynced before this report ({:.2} s of fsync)",
+            s.sync_ms as f64 / 1000.0
+        )?;
     }
     if s.budget_exhausted {
         writeln!(w, "--budget reached: some ranges were left for a later run")?;

@@ -141,8 +141,21 @@ pub fn verdicts(r: &LabReport) -> Vec<String> {
                 ("full", _) | (_, None) | (_, Some(0)) => String::new(),
                 (_, Some(f)) => format!(" ({:.0}% of full's)", written as f64 / f as f64 * 100.0),
             };
+            // Fragments and split requests against the untouched state: a method that
+            // raised either is said to have made the file system worse.
+            let (f0, f1) = (before.layout.fragments, m.layout.fragments);
+            let (s0, s1) = (before.layout.split, m.layout.split);
+            let effect = if f1 > f0 || s1 > s0 {
+                format!("MADE IT WORSE: fragments {f0} → {f1}, split requests {s0} → {s1}")
+            } else {
+                format!("fragments {f0} → {f1}, split requests {s0} → {s1}")
+            };
+            let declined = d
+                .and_then(|d| d.declined.as_deref())
+                .map(|w| format!(" It declined: {w}."))
+                .unwrap_or_default();
             format!(
-                "{}: wrote {}{share} in {:.1} s; the workload's device reads went {:.0} → {:.0} ({}); throughput ×{:.2} (median of {} side-by-side rounds).",
+                "{}: wrote {}{share} in {:.1} s; {effect}; the workload's device reads went {:.0} → {:.0} ({}); speedup ×{:.2} (report.json \"speedup\": median of {} paired rounds of the workload's MB/s after ÷ before).{declined}",
                 m.name,
                 HumanBytes(written),
                 d.map_or(0.0, |d| d.seconds),

@@ -128,6 +128,11 @@ pub fn direct_sequential_read(path: &Path, request: usize) {
     }
 }
 
+/// xxh3 of a file's whole contents.
+pub fn file_hash(path: &Path) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(&std::fs::read(path).unwrap())
+}
+
 pub fn fragkit(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fragkit"))
         .args(args)
@@ -140,6 +145,19 @@ pub fn fragkit_json(args: &[&str]) -> serde_json::Value {
     assert!(
         out.status.success(),
         "fragkit {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("fragkit printed invalid JSON")
+}
+
+/// Run fragkit with `--format json` among `args`, expect exit status `code`, return the
+/// report.
+pub fn fragkit_json_exit(args: &[&str], code: i32) -> serde_json::Value {
+    let out = fragkit(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "fragkit {args:?}: exit status (stderr: {})",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("fragkit printed invalid JSON")

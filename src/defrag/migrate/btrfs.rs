@@ -5,7 +5,7 @@ use std::os::fd::AsRawFd;
 
 use anyhow::Result;
 
-use super::{Migrator, RangeOutcome, SkipReason, Target};
+use super::{judge_result, Migrator, RangeOutcome, Skip, SkipKind, Target};
 use crate::layout::model::ExtentFlags;
 
 /// struct btrfs_ioctl_defrag_range_args (include/uapi/linux/btrfs.h).
@@ -48,10 +48,16 @@ impl Migrator for DefragRange {
             encoded |= e.flags.contains(ExtentFlags::ENCODED);
         }
         if shared && !self.unshare {
-            return Ok(RangeOutcome::Skipped(SkipReason::Shared));
+            return Ok(RangeOutcome::Skipped(Skip::new(
+                SkipKind::Shared,
+                "shared (reflink/snapshot) extents: rewriting would unshare them; use --unshare",
+            )));
         }
         if encoded {
-            return Ok(RangeOutcome::Skipped(SkipReason::Compressed));
+            return Ok(RangeOutcome::Skipped(Skip::new(
+                SkipKind::Compressed,
+                "compressed extents: their on-disk size is already small; not rewritten",
+            )));
         }
         let args = DefragRangeArgs {
             start: offset,
@@ -66,7 +72,10 @@ impl Migrator for DefragRange {
         if rc < 0 {
             return Err(std::io::Error::last_os_error().into());
         }
-        t.file.sync_data()?;
-        Ok(RangeOutcome::Moved { bytes: length })
+        t.file.sync_all()?;
+        Ok(RangeOutcome::Moved {
+            bytes: length,
+            judged: judge_result(t, offset, length)?,
+        })
     }
 }

@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 
 use anyhow::{bail, Result};
 
-use super::{donor_for, no_contiguous_space, Migrator, RangeOutcome, Target};
+use super::{donor_for, not_better, Migrator, RangeOutcome, Target};
 
 /// struct move_extent (fs/ext4/ext4.h).
 #[repr(C)]
@@ -34,8 +34,9 @@ impl Migrator for MoveExt {
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
         let bs = t.block_size;
         // Same logical offsets in donor and original, as MOVE_EXT wants.
-        let Some((donor, _sinks)) = donor_for(t, offset, length)? else {
-            return Ok(no_contiguous_space(length));
+        let (donor, judged, _sinks) = match donor_for(t, offset, length)? {
+            Ok(d) => d,
+            Err(best) => return Ok(not_better(best, length)),
         };
         let mut done = 0u64;
         let blocks = length / bs;
@@ -66,6 +67,9 @@ impl Migrator for MoveExt {
         }
         // Closing the donor frees the old, fragmented blocks it now holds.
         drop(donor);
-        Ok(RangeOutcome::Moved { bytes: length })
+        Ok(RangeOutcome::Moved {
+            bytes: length,
+            judged,
+        })
     }
 }

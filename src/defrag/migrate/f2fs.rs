@@ -5,7 +5,7 @@ use std::os::fd::AsRawFd;
 
 use anyhow::Result;
 
-use super::{Migrator, RangeOutcome, Target};
+use super::{judge_result, Migrator, RangeOutcome, Target};
 
 /// struct f2fs_defragment (include/uapi/linux/f2fs.h): bytes.
 #[repr(C)]
@@ -35,8 +35,11 @@ impl Migrator for Defragment {
         if rc < 0 {
             return Err(std::io::Error::last_os_error().into());
         }
-        t.file.sync_data()?;
-        Ok(RangeOutcome::Moved { bytes: length })
+        t.file.sync_all()?;
+        Ok(RangeOutcome::Moved {
+            bytes: length,
+            judged: judge_result(t, offset, length)?,
+        })
     }
 }
 
@@ -64,6 +67,9 @@ impl Migrator for Rewrite {
         let length = length.min(t.size.saturating_sub(offset));
         super::copy_range_data(t.file, t.file, offset, length)?;
         t.file.sync_all()?;
-        Ok(RangeOutcome::Moved { bytes: length })
+        Ok(RangeOutcome::Moved {
+            bytes: length,
+            judged: judge_result(t, offset, length)?,
+        })
     }
 }

@@ -15,6 +15,9 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 use anyhow::{bail, Result};
+use serde::Serialize;
+
+use super::judge::{judge, Judgement};
 
 use crate::layout::model::{Extent, FileLayout};
 use crate::sys::fiemap;
@@ -28,6 +31,11 @@ pub struct Target<'a> {
     pub block_size: u64,
     pub extents: &'a [Extent],
     pub goal: Goal,
+    /// R: the request size whose split requests the move must not increase.
+    pub request_size: u64,
+    /// Full mode: piece sizes from the free-space plan (best fit, largest first); the donor
+    /// is preallocated piece by piece so that the allocator is asked for runs that exist.
+    pub pieces: Option<&'a [u64]>,
 }
 
 /// What new space must achieve for a move to be worth its writes.
@@ -43,27 +51,46 @@ pub enum Goal {
 /// What happened to one range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RangeOutcome {
-    /// Moved; bytes the migration wrote (data copied by the kernel).
-    Moved { bytes: u64 },
-    /// Left alone, for the reason given (e.g. no contiguous free space).
-    Skipped(SkipReason),
+    /// Moved; bytes the migration wrote (data copied by the kernel), and how the range's
+    /// counts changed (judged on the donor before the move, or on the result after it).
+    Moved { bytes: u64, judged: Judgement },
+    /// Left alone, for the reason given.
+    Skipped(Skip),
 }
 
-/// Why a migrator left a range alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SkipReason {
-    /// Free space could not give the range (this many bytes) fewer pieces; the caller may
-    /// retry with smaller pieces.
-    #[error("no contiguous space: free space cannot hold {} in fewer pieces", crate::units::HumanBytes(*.0))]
-    NoContiguousSpace(u64),
-    #[error("range lies past end of file")]
-    PastEndOfFile,
-    #[error("file kept changing during migration (commit refused 3 times)")]
-    KeptChanging,
-    #[error("shared (reflink/snapshot) extents: rewriting would unshare them; use --unshare")]
+/// Why a range was left alone: the kind for reports and tests, the detail for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    pub kind: SkipKind,
+    pub detail: String,
+}
+
+impl Skip {
+    pub fn new(kind: SkipKind, detail: impl Into<String>) -> Skip {
+        Skip {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipKind {
+    /// The space the allocator gave would not make the range better (see [`Judgement`]).
+    NotBetter,
+    /// Free space (GETFSMAP) cannot hold the range in fewer pieces than it has.
+    NoBetterLayout,
+    /// Reflinked or snapshot-shared extents (btrfs without --unshare).
     Shared,
-    #[error("compressed extents: their on-disk size is already small; not rewritten")]
+    /// Compressed extents (btrfs).
     Compressed,
+    /// The range lies past the end of the file (it shrank since the scan).
+    PastEof,
+    /// Another process kept writing the file.
+    KeptChanging,
+    /// --budget reached.
+    Budget,
 }
 
 pub trait Migrator: Sync {
@@ -122,47 +149,110 @@ pub fn temp_file_in(dir: &File) -> io::Result<File> {
 /// Attempts at a contiguous donor before giving up on a range.
 const DONOR_TRIES: usize = 6;
 
-/// Why a range was not moved because free space could not give it one run.
-pub fn no_contiguous_space(length: u64) -> RangeOutcome {
-    RangeOutcome::Skipped(SkipReason::NoContiguousSpace(length))
+/// Why a range was not moved because no donor was better than the range as it is.
+pub fn not_better(best: Option<Judgement>, length: u64) -> RangeOutcome {
+    RangeOutcome::Skipped(Skip::new(
+        SkipKind::NotBetter,
+        match best {
+            Some(j) => format!(
+                "{NO_CONTIGUOUS}: the best of the space the allocator gave for {} would leave {}; not moved",
+                crate::units::HumanBytes(length),
+                j.describe()
+            ),
+            None => format!(
+                "{NO_CONTIGUOUS}: free space cannot hold {} in fewer pieces",
+                crate::units::HumanBytes(length)
+            ),
+        },
+    ))
 }
 
-/// A temporary file in `dir` with [offset, offset+length) preallocated so that it meets
-/// the target's goal, or None if free space cannot give that.
+/// Marker at the start of the skip reason, so callers can retry with smaller pieces.
+pub const NO_CONTIGUOUS: &str = "no contiguous space";
+
+/// A temporary file in `dir` with [offset, offset+length) preallocated so that moving the
+/// range there is better (see [`Judgement::better`]) and, for pick and bypass, leaves every
+/// R-window in one run; with that judgement. Err(best judgement seen) if no attempt is.
 ///
 /// Allocators aim near the new inode, where the fragments being fixed left small holes;
 /// a donor that lands in them is kept open (holding those holes) while the next attempt
 /// is pushed further out, and all of them are released when the caller drops the result.
-pub fn donor_for(t: &Target<'_>, offset: u64, length: u64) -> Result<Option<(File, Vec<File>)>> {
-    let now = fragments_in(t.extents, offset, length, t.block_size).len();
-    let mut tried: Vec<(usize, File)> = Vec::new();
-    for _ in 0..DONOR_TRIES {
+#[allow(clippy::type_complexity)]
+pub fn donor_for(
+    t: &Target<'_>,
+    offset: u64,
+    length: u64,
+) -> Result<std::result::Result<(File, Judgement, Vec<File>), Option<Judgement>>> {
+    let mut tried: Vec<(Judgement, File)> = Vec::new();
+    // A planned layout gets one attempt per plan: holding a donor would take the very
+    // runs the plan counted on.
+    let tries = if t.pieces.is_some() { 1 } else { DONOR_TRIES };
+    for _ in 0..tries {
         let donor = temp_file_in(t.dir)?;
-        if let Err(e) = crate::sys::alloc::allocate(&donor, offset, length) {
-            if e.raw_os_error() == Some(libc::ENOSPC) {
+        let mut at = offset;
+        let steps: Vec<u64> = match t.pieces {
+            Some(p) => p.to_vec(),
+            None => vec![length],
+        };
+        let mut full = false;
+        for step in steps {
+            let len = step.min(offset + length - at);
+            if len == 0 {
                 break;
             }
-            return Err(e.into());
+            if let Err(e) = crate::sys::alloc::allocate(&donor, at, len) {
+                if e.raw_os_error() == Some(libc::ENOSPC) {
+                    full = true;
+                    break;
+                }
+                return Err(e.into());
+            }
+            at += len;
+        }
+        if full {
+            break;
         }
         let extents = fiemap::read_extents(donor.as_fd(), false)?;
+        let j = judge(
+            t.extents,
+            &extents,
+            offset,
+            length,
+            t.block_size,
+            t.request_size,
+        );
         let frags = fragments_in(&extents, offset, length, t.block_size);
         let whole = frags.len() == 1
             || matches!(t.goal, Goal::WholeWindows(r) if crate::metrics::split_window_list(&frags, r).is_empty());
-        if whole {
-            return Ok(Some((donor, tried.into_iter().map(|(_, f)| f).collect())));
+        if whole && j.better() {
+            return Ok(Ok((donor, j, tried.into_iter().map(|(_, f)| f).collect())));
         }
-        tried.push((frags.len(), donor));
+        tried.push((j, donor));
     }
-    // Full mode settles for the best attempt if it beats the file (e4defrag's criterion).
+    let best =
+        (0..tried.len()).min_by_key(|&i| (tried[i].0.split_after, tried[i].0.fragments_after));
+    // Full mode settles for the best attempt if it is better than the range as it is.
     if t.goal == Goal::FewerFragments {
-        if let Some(best) = (0..tried.len()).min_by_key(|&i| tried[i].0) {
-            if tried[best].0 < now {
-                let (_, donor) = tried.swap_remove(best);
-                return Ok(Some((donor, tried.into_iter().map(|(_, f)| f).collect())));
-            }
+        if let Some(best) = best.filter(|&i| tried[i].0.better()) {
+            let (j, donor) = tried.swap_remove(best);
+            return Ok(Ok((donor, j, tried.into_iter().map(|(_, f)| f).collect())));
         }
     }
-    Ok(None)
+    Ok(Err(best.map(|i| tried[i].0)))
+}
+
+/// The judgement of a move the kernel placed itself (btrfs, f2fs, rewrite): the file's
+/// extents now against `t.extents` from before it.
+pub fn judge_result(t: &Target<'_>, offset: u64, length: u64) -> Result<Judgement> {
+    let now = fiemap::read_extents(t.file.as_fd(), false)?;
+    Ok(judge(
+        t.extents,
+        &now,
+        offset,
+        length,
+        t.block_size,
+        t.request_size,
+    ))
 }
 
 /// Fragments of [offset, offset+length) in an extent list (clipped to the range).
@@ -197,25 +287,4 @@ pub fn copy_range_data(from: &File, to: &File, offset: u64, length: u64) -> io::
         pos += n as u64;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn skip_reasons_read_as_before() {
-        let RangeOutcome::Skipped(r) = no_contiguous_space(1 << 20) else {
-            panic!("not skipped");
-        };
-        assert_eq!(r, SkipReason::NoContiguousSpace(1 << 20));
-        assert_eq!(
-            r.to_string(),
-            "no contiguous space: free space cannot hold 1 MiB in fewer pieces"
-        );
-        assert_eq!(
-            SkipReason::PastEndOfFile.to_string(),
-            "range lies past end of file"
-        );
-    }
 }

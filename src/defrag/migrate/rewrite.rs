@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 
 use anyhow::Result;
 
-use super::{Migrator, RangeOutcome, Target};
+use super::{judge_result, Migrator, RangeOutcome, Target};
 use crate::sys::alloc::{allocate, punch_hole};
 
 pub struct Rewrite;
@@ -25,6 +25,9 @@ impl Migrator for Rewrite {
         allocate(t.file, offset, alloc)?;
         t.file.write_all_at(&data, offset)?;
         t.file.sync_all()?;
-        Ok(RangeOutcome::Moved { bytes: length })
+        Ok(RangeOutcome::Moved {
+            bytes: length,
+            judged: judge_result(t, offset, length)?,
+        })
     }
 }

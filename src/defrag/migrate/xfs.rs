@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use anyhow::Result;
 
 use super::{
-    copy_range_data, donor_for, no_contiguous_space, Migrator, RangeOutcome, SkipReason, Target,
+    copy_range_data, donor_for, not_better, Migrator, RangeOutcome, Skip, SkipKind, Target,
 };
 
 /// struct xfs_commit_range (fs/xfs/libxfs/xfs_fs.h).
@@ -44,7 +44,10 @@ impl Migrator for CommitRange {
         // The exchanged range may end at EOF unaligned, never past it.
         let length = length.min(t.size.saturating_sub(offset));
         if length == 0 {
-            return Ok(RangeOutcome::Skipped(SkipReason::PastEndOfFile));
+            return Ok(RangeOutcome::Skipped(Skip::new(
+                SkipKind::PastEof,
+                "range lies past end of file",
+            )));
         }
         for _attempt in 0..3 {
             let mut args = CommitRangeArgs::default();
@@ -61,8 +64,9 @@ impl Migrator for CommitRange {
                 return Err(e.into());
             }
             let alloc_len = length.div_ceil(t.block_size) * t.block_size;
-            let Some((staged, _sinks)) = donor_for(t, offset, alloc_len)? else {
-                return Ok(no_contiguous_space(alloc_len));
+            let (staged, judged, _sinks) = match donor_for(t, offset, alloc_len)? {
+                Ok(d) => d,
+                Err(best) => return Ok(not_better(best, alloc_len)),
             };
             copy_range_data(t.file, &staged, offset, length)?;
             args.file1_fd = staged.as_raw_fd();
@@ -74,7 +78,10 @@ impl Migrator for CommitRange {
             let rc = unsafe { libc::ioctl(t.file.as_raw_fd(), XFS_IOC_COMMIT_RANGE as _, &args) };
             if rc == 0 {
                 // The staged file now holds the old blocks; closing it frees them.
-                return Ok(RangeOutcome::Moved { bytes: length });
+                return Ok(RangeOutcome::Moved {
+                    bytes: length,
+                    judged,
+                });
             }
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
@@ -85,6 +92,9 @@ impl Migrator for CommitRange {
             }
             // Someone wrote the file meanwhile: stage again from its new contents.
         }
-        Ok(RangeOutcome::Skipped(SkipReason::KeptChanging))
+        Ok(RangeOutcome::Skipped(Skip::new(
+            SkipKind::KeptChanging,
+            "file kept changing during migration (commit refused 3 times)",
+        )))
     }
 }
