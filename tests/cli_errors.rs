@@ -94,3 +94,35 @@ fn zero_request_size() {
     let out = fragkit(&["scan", "--request-size", "12Q", "/"]);
     one_line_error(&out, 2, &["12Q", "not a size"]);
 }
+
+/// Values that used to panic (exit 101) get one line naming the value and exit 2.
+#[test]
+fn huge_and_nan_values_are_refused_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (&["defrag", "--max-rate", "NaN", &d], "NaN"),
+        (&["defrag", "--max-rate", "1e-300", &d], "1e-300"),
+        (&["defrag", "--max-rate", "inf", &d], "inf"),
+        (
+            &["watch", "--interval", "99999999999999999999", &d],
+            "99999999999999999999",
+        ),
+        (
+            &["watch", "--rescan", "99999999999999999999d", &d],
+            "99999999999999999999d",
+        ),
+        (
+            &["trace", "-d", "99999999999999999999"],
+            "99999999999999999999",
+        ),
+        (&["bench", "sweep", "--frag-size", "0"], "--frag-size 0"),
+    ];
+    for (args, named) in cases {
+        let out = fragkit(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?} should name {named}: {err}");
+    }
+}
