@@ -415,16 +415,12 @@ fn verify(info: &ScratchInfo, mp: &Path, dir: &Path) -> std::result::Result<(), 
 
 /// Source device and type of what is mounted at `mp` (the last mount there wins).
 fn mount_source(mp: &Path) -> Option<(PathBuf, String)> {
-    let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let want = mp.to_string_lossy();
-    text.lines().rev().find_map(|l| {
-        let fields: Vec<&str> = l.split(' ').collect();
-        let at = unescape_mountinfo(fields.get(4)?);
-        let dash = fields.iter().position(|f| *f == "-")?;
-        let fstype = fields.get(dash + 1)?;
-        let source = unescape_mountinfo(fields.get(dash + 2)?);
-        (at == want).then(|| (PathBuf::from(source), fstype.to_string()))
-    })
+    let mounts = mountinfo::read().ok()?;
+    mounts
+        .iter()
+        .rev()
+        .find(|m| m.mountpoint == mp)
+        .map(|m| (PathBuf::from(&m.source), m.fstype.clone()))
 }
 
 /// The UUID in the superblock on `dev`, read by blkid's low-level probe (no cache).
