@@ -1,11 +1,13 @@
 //! `fragkit watch report`: fragmentation over time and the moments files first became
 //! fragmented, from a watch's history database; text, JSON, CSV and a PNG plot.
 
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde_json::json;
 
+use crate::units::utc;
 use crate::watch::store::{FileSummary, FirstFragmented, SeriesPoint};
 
 /// How `fragkit watch report` prints.
@@ -31,25 +33,50 @@ pub struct History {
     pub png: Option<PathBuf>,
 }
 
-/// "YYYY-MM-DD HH:MM:SS" UTC for a Unix time (days-to-civil, proleptic Gregorian).
-pub fn utc(t: f64) -> String {
-    let secs = t.floor() as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+/// What a finished `fragkit watch` did.
+#[derive(serde::Serialize)]
+pub struct RunSummary {
+    pub version: u32,
+    pub db: PathBuf,
+    pub source: &'static str,
+    pub ticks: u64,
+    pub seconds: f64,
+    pub first_scan_ms: f64,
+    pub mean_tick_ms: f64,
+    pub max_tick_ms: f64,
+    pub events: u64,
+    pub changed_files: u64,
+    pub full_rescans: u64,
+    pub totals: crate::watch::store::Totals,
+    #[serde(skip)]
+    pub request_size: u64,
+}
+
+pub fn write_run_json(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
+    serde_json::to_writer(&mut *w, r)?;
+    writeln!(w)
+}
+
+pub fn write_run_table(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
+    let t = &r.totals;
+    writeln!(
+        w,
+        "watched {} ticks over {:.1} s with {}: {} files, {} fragmented, {} fragments, {} extra requests at {}",
+        r.ticks,
+        r.seconds,
+        r.source,
+        t.files,
+        t.fragmented_files,
+        t.fragments,
+        t.extra_requests(),
+        crate::units::short_size(r.request_size)
+    )?;
+    writeln!(
+        w,
+        "first scan {:.1} ms; ticks mean {:.2} ms, max {:.2} ms; {} events, {} file records changed, {} full rescans",
+        r.first_scan_ms, r.mean_tick_ms, r.max_tick_ms, r.events, r.changed_files, r.full_rescans
+    )?;
+    writeln!(w, "history: {}", r.db.display())
 }
 
 /// Print the history in `format`.
