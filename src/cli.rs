@@ -230,9 +230,8 @@ pub enum DefragMethod {
     Rewrite,
 }
 
-fn mb_per_s(s: &str) -> Result<f64, String> {
-    s.parse::<f64>()
-        .map_err(|_| format!("'{s}' is not a number of MB/s"))
+fn mb_per_s(s: &str) -> Result<u64, String> {
+    units::parse_rate_mb_s(s)
 }
 
 #[derive(Args, Debug)]
@@ -260,7 +259,7 @@ pub struct DefragArgs {
     pub no_verify: bool,
     /// Limit migration to this many MB/s (interference bound)
     #[arg(long, value_name = "MB/s", value_parser = mb_per_s)]
-    pub max_rate: Option<f64>,
+    pub max_rate: Option<u64>,
     /// Move at most this many bytes (wear bound; K, M, G suffixes)
     #[arg(long, value_parser = units::parse_nonzero_size)]
     pub budget: Option<u64>,
@@ -656,13 +655,8 @@ fn percent(s: &str) -> Result<f64, String> {
     }
 }
 
-fn seconds(s: &str) -> Result<f64, String> {
-    match s.trim_end_matches('s').parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!(
-            "duration '{s}': expected a positive number of seconds, e.g. 10 or 2.5"
-        )),
-    }
+fn seconds(s: &str) -> Result<std::time::Duration, String> {
+    units::parse_seconds(s)
 }
 
 #[derive(Args, Debug)]
@@ -684,7 +678,7 @@ pub struct TraceArgs {
     pub mount: Option<PathBuf>,
     /// Stop after this many seconds (default: when CMD exits, or on Ctrl-C / SIGTERM)
     #[arg(long, short = 'd', value_name = "SECS", value_parser = seconds)]
-    pub duration: Option<f64>,
+    pub duration: Option<std::time::Duration>,
     /// Write the profile (JSON) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,

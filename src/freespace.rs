@@ -84,7 +84,9 @@ pub struct FreeSpace {
     pub free_extents: u64,
     pub min_free_extent_blocks: u64,
     pub max_free_extent_blocks: u64,
-    pub avg_free_extent_blocks: f64,
+    /// Exact mean free extent, in blocks (free blocks / free extents; e2freefrag rounds
+    /// it down to whole blocks: see [`FreeSpace::e2freefrag_avg_kib`]).
+    pub mean_free_extent_blocks_exact: f64,
     /// Longest run of free blocks, joining free extents that touch across group boundaries.
     pub largest_free_run_blocks: u64,
     pub metadata_blocks: u64,
@@ -93,6 +95,14 @@ pub struct FreeSpace {
     pub blocks_per_group: u64,
     pub group_bands: GroupBands,
     pub groups: Vec<GroupSummary>,
+}
+
+impl FreeSpace {
+    /// e2freefrag's "Avg. free extent" in KiB: free blocks / free extents in whole blocks
+    /// (integer division), times KiB per block (misc/e2freefrag.c).
+    pub fn e2freefrag_avg_kib(&self) -> u64 {
+        (self.free_blocks / self.free_extents.max(1)) * (self.block_size / 1024)
+    }
 }
 
 /// Histogram bucket of an extent of `blocks` blocks: floor(log2(blocks)).
@@ -187,7 +197,7 @@ pub fn analyse(
         free_extents: extents,
         min_free_extent_blocks: if extents == 0 { 0 } else { min },
         max_free_extent_blocks: max,
-        avg_free_extent_blocks: if extents == 0 {
+        mean_free_extent_blocks_exact: if extents == 0 {
             0.0
         } else {
             free_blocks as f64 / extents as f64

@@ -2,7 +2,11 @@
 //!
 //! This is what the tests and `fragkit lab` fragment and measure, so that nothing of the
 //! user's is ever touched. Every scratch file system has a marker file beside its mount
-//! point; `destroy` refuses anything without a marker that matches what is mounted.
+//! point, and a random id that fragkit wrote both into the marker and into the file
+//! system's UUID. `destroy` (and everything that trusts a scratch file system) checks the
+//! marker against the machine — the image inside the scratch directory, the image the
+//! backing file of the loop device mounted there, the UUID on that device equal to the
+//! marker's id — so a hand-written marker cannot make fragkit delete or unmount anything.
 
 use std::fs;
 use std::io;
@@ -56,6 +60,14 @@ impl FsType {
             FsType::Xfs => ("mkfs.xfs", &["-f", "-q", "-K"]),
             FsType::Btrfs => ("mkfs.btrfs", &["-f", "-q", "--nodiscard"]),
             FsType::F2fs => ("mkfs.f2fs", &["-f", "-q", "-t", "0"]),
+        }
+    }
+
+    /// mkfs arguments that set the file system's UUID (fragkit's identity of the image).
+    fn uuid_args(self, uuid: &str) -> Vec<String> {
+        match self {
+            FsType::Xfs => vec!["-m".into(), format!("uuid={uuid}")],
+            FsType::Ext4 | FsType::Btrfs | FsType::F2fs => vec!["-U".into(), uuid.into()],
         }
     }
 
@@ -114,6 +126,9 @@ pub struct ScratchInfo {
     pub mountpoint: PathBuf,
     /// fragkit made `dir` itself and removes it on destroy.
     pub created_dir: bool,
+    /// Random UUID fragkit gave the file system at mkfs (a clone shares its source's).
+    #[serde(default)]
+    pub id: String,
 }
 
 /// A mounted scratch file system; unmounted, detached and deleted when dropped
@@ -178,18 +193,40 @@ impl Scratch {
                 fs.name()
             );
         }
-        let mut guard = Scratch::begin(fs, spec.size, spec.dir.as_deref())?;
+        // off_t is signed: no file on Linux is larger than i64::MAX bytes.
+        if spec.size > i64::MAX as u64 {
+            bail!(
+                "--size {}: larger than any file Linux can hold (8 EiB); expected a size the image's file system can store",
+                spec.size
+            );
+        }
+        let mut guard = Scratch::begin(fs, spec.size, spec.dir.as_deref(), random_uuid()?)?;
         let f = fs::File::create(&guard.info.image)
             .with_context(|| format!("{}", guard.info.image.display()))?;
-        f.set_len(spec.size)?;
+        f.set_len(spec.size).with_context(|| {
+            format!(
+                "{}: cannot make an image of {} bytes",
+                guard.info.image.display(),
+                spec.size
+            )
+        })?;
         drop(f);
         guard.attach_loop()?;
         let info = guard.info.clone();
         let (mkfs, args) = fs.mkfs();
         run(Command::new(mkfs)
             .args(args)
+            .args(fs.uuid_args(&info.id))
             .args(&spec.mkfs_args)
             .arg(&info.loop_device))?;
+        let written = device_uuid(&info.loop_device)?;
+        if written != info.id {
+            bail!(
+                "{}: mkfs left UUID {written}, not fragkit's {} (do not pass a UUID in --mkfs-args)",
+                info.loop_device.display(),
+                info.id
+            );
+        }
         if fs == FsType::Xfs {
             enable_xfs_exchange_range(&info.loop_device)?;
         }
@@ -211,7 +248,8 @@ impl Scratch {
         require_root("cloning a scratch file system")?;
         let fs = FsType::from_str(&self.info.fs, true)
             .map_err(|_| anyhow!("{}: unknown file system in marker", self.info.fs))?;
-        let mut guard = Scratch::begin(fs, self.info.size, dir.as_deref())?;
+        // The copy carries the source's UUID, so it carries the same id.
+        let mut guard = Scratch::begin(fs, self.info.size, dir.as_deref(), self.info.id.clone())?;
         {
             let _frozen = Frozen::freeze(&self.info.mountpoint)
                 .map_err(|e| anyhow!("{}: cannot freeze: {e}", self.info.mountpoint.display()))?;
@@ -233,10 +271,11 @@ impl Scratch {
 
     /// A new scratch directory with its marker; the returned guard undoes everything
     /// done from here on if a later step fails.
-    fn begin(fs: FsType, size: u64, dir: Option<&Path>) -> Result<Scratch> {
+    fn begin(fs: FsType, size: u64, dir: Option<&Path>, id: String) -> Result<Scratch> {
         let (dir, created_dir) = new_scratch_dir(dir)?;
         let info = ScratchInfo {
-            version: 1,
+            version: 2,
+            id,
             fs: fs.name().to_string(),
             size,
             image: dir.join(format!("{}.img", fs.name())),
@@ -285,7 +324,8 @@ impl Scratch {
     }
 
     /// Find the scratch file system mounted at `mountpoint` (made by fragkit), refusing
-    /// anything else.
+    /// anything else: the marker must agree with the mount table, the loop device and the
+    /// UUID on that device (see the module comment). Errors are one line.
     pub fn open_existing(mountpoint: &Path) -> Result<Scratch> {
         let shown = mountpoint.display();
         let mp = mountpoint
@@ -297,29 +337,104 @@ impl Scratch {
         let text = fs::read_to_string(dir.join(MARKER)).map_err(|_| {
             anyhow!("{shown}: not a fragkit scratch file system (no {MARKER} beside it); refusing to touch it")
         })?;
-        let info: ScratchInfo = serde_json::from_str(&text)
-            .with_context(|| format!("{}: unreadable marker", dir.join(MARKER).display()))?;
-        if info.mountpoint != mp {
-            bail!(
-                "{shown}: the marker beside it names {}, refusing",
-                info.mountpoint.display()
-            );
-        }
-        // The loop device, if attached, must still be backed by our image.
-        if !info.loop_device.as_os_str().is_empty() {
-            if let Some(backing) = loop_backing_file(&info.loop_device) {
-                if backing != info.image {
-                    bail!(
-                        "{}: now backed by {}, not {}; refusing",
-                        info.loop_device.display(),
-                        backing.display(),
-                        info.image.display()
-                    );
-                }
-            }
-        }
+        let info: ScratchInfo = serde_json::from_str(&text).map_err(|e| {
+            anyhow!(
+                "{}: unreadable marker ({e}); refusing to touch {shown}",
+                dir.join(MARKER).display()
+            )
+        })?;
+        verify(&info, &mp, dir).map_err(|e| anyhow!("{shown}: {e}; refusing to touch it"))?;
         Ok(Scratch { info, keep: true })
     }
+}
+
+/// Check a marker found in `dir` beside the mount point `mp` (both canonical) against
+/// what the kernel says; Err is the first disagreement.
+fn verify(info: &ScratchInfo, mp: &Path, dir: &Path) -> std::result::Result<(), String> {
+    if info.mountpoint != mp || info.dir != dir {
+        return Err(format!(
+            "the marker names {} in {}, not this mount point",
+            info.mountpoint.display(),
+            info.dir.display()
+        ));
+    }
+    // The image is a plain name directly inside the scratch directory.
+    let name_ok = info
+        .image
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().ends_with(".img"));
+    if info.image.parent() != Some(dir) || !name_ok {
+        return Err(format!(
+            "the marker's image {} is not an .img file inside {}",
+            info.image.display(),
+            dir.display()
+        ));
+    }
+    let Some((source, fstype)) = mount_source(mp) else {
+        return Err("nothing is mounted there".into());
+    };
+    if source != info.loop_device || !source.to_string_lossy().starts_with("/dev/loop") {
+        return Err(format!(
+            "{} is mounted there, not the marker's loop device {}",
+            source.display(),
+            info.loop_device.display()
+        ));
+    }
+    if fstype != info.fs {
+        return Err(format!("{fstype} is mounted there, not {}", info.fs));
+    }
+    match loop_backing_file(&info.loop_device) {
+        Some(b) if b == info.image => {}
+        Some(b) => {
+            return Err(format!(
+                "{} is backed by {}, not the marker's image {}",
+                info.loop_device.display(),
+                b.display(),
+                info.image.display()
+            ))
+        }
+        None => {
+            return Err(format!(
+                "{} has no backing file",
+                info.loop_device.display()
+            ))
+        }
+    }
+    if info.id.is_empty() {
+        return Err("the marker has no id (made by an older fragkit?)".into());
+    }
+    match device_uuid(&info.loop_device) {
+        Ok(u) if u == info.id => Ok(()),
+        Ok(u) => Err(format!(
+            "the file system's UUID {u} is not the marker's id {}",
+            info.id
+        )),
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
+/// Source device and type of what is mounted at `mp` (the last mount there wins).
+fn mount_source(mp: &Path) -> Option<(PathBuf, String)> {
+    let mounts = mountinfo::read().ok()?;
+    mounts
+        .iter()
+        .rev()
+        .find(|m| m.mountpoint == mp)
+        .map(|m| (PathBuf::from(&m.source), m.fstype.clone()))
+}
+
+/// The UUID in the superblock on `dev`, read by blkid's low-level probe (no cache).
+fn device_uuid(dev: &Path) -> Result<String> {
+    run(Command::new("blkid")
+        .args(["-p", "-s", "UUID", "-o", "value"])
+        .arg(dev))
+}
+
+/// A random (version 4) UUID from the kernel's generator.
+fn random_uuid() -> Result<String> {
+    let text = fs::read_to_string("/proc/sys/kernel/random/uuid")
+        .context("/proc/sys/kernel/random/uuid: cannot read")?;
+    Ok(text.trim().to_string())
 }
 
 impl Drop for Scratch {
@@ -369,18 +484,20 @@ fn enable_xfs_exchange_range(dev: &Path) -> Result<()> {
 fn new_scratch_dir(dir: Option<&Path>) -> Result<(PathBuf, bool)> {
     match dir {
         Some(d) => {
+            // A --dir fragkit makes is fragkit's to remove again (on failure and destroy).
+            let existed = d.exists();
             fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
             if d.join(MARKER).exists() {
                 bail!("{}: already holds a scratch file system", d.display());
             }
-            Ok((d.canonicalize()?, false))
+            Ok((d.canonicalize()?, !existed))
         }
         None => {
             let d = tempfile::Builder::new()
                 .prefix("fragkit-scratch-")
                 .tempdir()
                 .context("cannot create a temporary directory")?;
-            Ok((d.keep(), true))
+            Ok((d.keep().canonicalize()?, true))
         }
     }
 }

@@ -6,7 +6,10 @@ use std::fmt;
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     if t.is_empty() {
-        return Err("expected a size such as 4096, 128K, 1M or 2G".into());
+        return Err(format!(
+            "'{}' is not a size: expected a size such as 4096, 128K, 1M or 2G",
+            printable(text)
+        ));
     }
     let upper = t.to_ascii_uppercase();
     let stripped = upper
@@ -22,21 +25,29 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     };
     if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
         return Err(format!(
-            "'{text}' is not a size: expected digits with an optional K, M, G or T suffix (e.g. 128K)"
+            "'{}' is not a size: expected digits with an optional K, M, G or T suffix (e.g. 128K)",
+            printable(text)
         ));
     }
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is too large"))?;
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("'{text}' is too large"))
+    let n: u64 = digits.parse().map_err(|_| {
+        format!(
+            "'{}' is too large: expected at most 16 EiB",
+            printable(text)
+        )
+    })?;
+    n.checked_mul(1u64 << shift).ok_or_else(|| {
+        format!(
+            "'{}' is too large: expected at most 16 EiB",
+            printable(text)
+        )
+    })
 }
 
 /// A size that must be greater than zero (request sizes, block sizes).
 pub fn parse_nonzero_size(text: &str) -> Result<u64, String> {
     let n = parse_size(text)?;
     if n == 0 {
-        return Err(format!("'{text}' must be greater than zero"));
+        return Err(format!("'{}' must be greater than zero", printable(text)));
     }
     Ok(n)
 }
@@ -129,8 +140,14 @@ mod tests {
     }
 }
 
+/// The longest duration any option takes: 100 years. Past it, deadlines computed as
+/// `now + duration` overflow the clock, and nothing fragkit does runs that long.
+pub const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86400.0;
+
 /// Parse a duration: "500ms", "1s", "1.5s", "2m", "1h", "1d"; a bare number is seconds.
+/// At most [`MAX_DURATION_SECS`].
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let expected = "expected a number with ms, s, m, h or d (e.g. 1s, 500ms, 10m)";
     let t = text.trim().to_ascii_lowercase();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -144,14 +161,69 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         "d" => 86400.0,
         _ => f64::NAN,
     };
-    let n: f64 = num.parse().unwrap_or(f64::NAN);
+    // Digits and at most one '.', with a digit somewhere ("." and "1.2.3" are not numbers).
+    let n: f64 = if num.bytes().any(|b| b.is_ascii_digit()) {
+        num.parse().unwrap_or(f64::NAN)
+    } else {
+        f64::NAN
+    };
     let secs = n * scale;
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!(
-            "'{text}' is not a duration: expected a number with ms, s, m, h or d (e.g. 1s, 500ms, 10m)"
+            "'{}' is not a duration: {expected}",
+            printable(text)
         ));
     }
-    Ok(std::time::Duration::from_secs_f64(secs))
+    if secs > MAX_DURATION_SECS {
+        return Err(format!(
+            "duration '{}' is too long: expected at most 100 years",
+            printable(text)
+        ));
+    }
+    std::time::Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("'{}' is not a duration: {expected}", printable(text)))
+}
+
+/// Seconds as a plain positive number ("10", "2.5", "2.5s"), at most 100 years.
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let what = "expected a positive number of seconds, e.g. 10 or 2.5";
+    match text.trim().trim_end_matches('s').parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() && v <= MAX_DURATION_SECS => {
+            std::time::Duration::try_from_secs_f64(v)
+                .map_err(|_| format!("duration '{}': {what}", printable(text)))
+        }
+        Ok(v) if v.is_finite() && v > MAX_DURATION_SECS => Err(format!(
+            "duration '{}' is too long: expected at most 100 years",
+            printable(text)
+        )),
+        _ => Err(format!("duration '{}': {what}", printable(text))),
+    }
+}
+
+/// A rate in MB/s (10^6 bytes per second) as whole bytes per second: finite, at least
+/// 0.001 MB/s (1 kB/s; below that a 4 KiB block would take seconds) and at most 10^9 MB/s.
+pub fn parse_rate_mb_s(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.001..=1e9).contains(&v) => Ok((v * 1e6).round() as u64),
+        _ => Err(format!(
+            "'{}' is not a rate: expected MB/s from 0.001 to 1000000000 (e.g. 50 or 2.5)",
+            printable(text)
+        )),
+    }
+}
+
+/// User text for an error message: control characters escaped, so one line stays one
+/// line and a terminal shows what was typed (non-ASCII stays as it is).
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -168,6 +240,30 @@ mod duration_tests {
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("1x").is_err());
         assert!(parse_duration("").is_err());
+        assert!(parse_duration(".").is_err());
+        assert!(parse_duration("99999999999999999999").is_err());
+        assert!(parse_duration("99999999999999999999d").is_err());
+        assert!(parse_duration("1e3").is_err());
+        assert_eq!(parse_duration("100y").unwrap_err().lines().count(), 1);
+    }
+
+    #[test]
+    fn seconds_and_rates() {
+        use super::{parse_rate_mb_s, parse_seconds};
+        assert_eq!(parse_seconds("2.5").unwrap(), Duration::from_millis(2500));
+        let e = parse_seconds("99999999999999999999").unwrap_err();
+        assert!(
+            e.contains("99999999999999999999") && e.contains("too long"),
+            "{e}"
+        );
+        assert!(parse_seconds("NaN").is_err());
+        assert!(parse_seconds("inf").is_err());
+        assert!(parse_seconds("0").is_err());
+        assert_eq!(parse_rate_mb_s("50").unwrap(), 50_000_000);
+        for bad in ["NaN", "nan", "inf", "-1", "0", "1e-300", "1e300"] {
+            let e = parse_rate_mb_s(bad).unwrap_err();
+            assert!(e.contains(bad) && e.contains("MB/s"), "{e}");
+        }
     }
 }
 

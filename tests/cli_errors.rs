@@ -94,3 +94,84 @@ fn zero_request_size() {
     let out = fragkit(&["scan", "--request-size", "12Q", "/"]);
     one_line_error(&out, 2, &["12Q", "not a size"]);
 }
+
+/// Values that used to panic (exit 101) get one line naming the value and exit 2.
+#[test]
+fn huge_and_nan_values_are_refused_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (&["defrag", "--max-rate", "NaN", &d], "NaN"),
+        (&["defrag", "--max-rate", "1e-300", &d], "1e-300"),
+        (&["defrag", "--max-rate", "inf", &d], "inf"),
+        (
+            &["watch", "--interval", "99999999999999999999", &d],
+            "99999999999999999999",
+        ),
+        (
+            &["watch", "--rescan", "99999999999999999999d", &d],
+            "99999999999999999999d",
+        ),
+        (
+            &["trace", "-d", "99999999999999999999"],
+            "99999999999999999999",
+        ),
+        (&["bench", "sweep", "--frag-size", "0"], "--frag-size 0"),
+    ];
+    all_refused(cases);
+}
+
+/// Each command exits 2 with one line on stderr that contains its text.
+fn all_refused(cases: &[(&[&str], &str)]) {
+    for (args, named) in cases {
+        let out = fragkit(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?} should say {named}: {err}");
+    }
+}
+
+/// Nonsense that used to be accepted (exit 0 with an empty or meaningless result).
+#[test]
+fn nonsense_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f").to_string_lossy().to_string();
+    let d = dir.path().to_string_lossy().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "age",
+                "layout",
+                "--frag-size",
+                "16M",
+                "--size",
+                "8M",
+                "--frag-distance",
+                "4K",
+                &f,
+            ],
+            "--frag-size 16M is larger than --size 8M",
+        ),
+        (
+            &["age", "paf", "PAF:50.30@1M<0", "--target", &d, "--dry-run"],
+            "KBLOCKS",
+        ),
+        (
+            &[
+                "age",
+                "paf",
+                "PAF:50.30@18446744073709551615",
+                "--target",
+                &d,
+                "--dry-run",
+            ],
+            "less than one file",
+        ),
+        (
+            &["age", "paf", "PAF:5Ã.30@1M", "--target", &d, "--dry-run"],
+            "found 'Ã'",
+        ),
+    ];
+    all_refused(cases);
+}

@@ -89,6 +89,12 @@ fn free_equals_e2freefrag_on_ext4() {
     // e2freefrag: integer average in blocks, times KiB per block.
     let avg = doc["free_blocks"].as_u64().unwrap() / doc["free_extents"].as_u64().unwrap();
     assert_eq!(avg * kb, num("Avg. free extent:"));
+    // The table shows that same rounding, and the free share after the group rows.
+    let table = String::from_utf8(fragkit(&["free", &mp]).stdout).unwrap();
+    let want = format!("/ avg {} KiB /", num("Avg. free extent:"));
+    assert!(table.contains(&want), "table lacks {want:?}:\n{table}");
+    let last = table.lines().rfind(|l| !l.trim().is_empty()).unwrap();
+    assert!(last.starts_with("free share"), "last line: {last:?}");
     assert!(
         doc["free_extents"].as_u64().unwrap() >= 250,
         "free space was not fragmented: {doc}"

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -172,30 +171,8 @@ fn live_page_shows_a_file_becoming_fragmented() {
     write_file(&a, 256 << 10, 1);
     write_file(&b, 256 << 10, 2);
 
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_fragkit"))
-        .args([
-            "watch",
-            "--interval",
-            "200ms",
-            "--listen",
-            "127.0.0.1:0",
-            "--db",
-        ])
-        .arg(db.path().join("w.db"))
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(watch.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("watch exited").unwrap();
-        if let Some(rest) = line.split("live page on http://").nth(1) {
-            break rest.split('/').next().unwrap().to_string();
-        }
-    };
+    let (mut watch, addr) = watch_listening(&dir, &db.path().join("w.db"), "200ms");
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
-    std::thread::spawn(move || for _ in lines {});
 
     let mut browser = Browser::open(&format!("http://{addr}/"));
     let path = a.to_str().unwrap().to_string();

@@ -127,6 +127,14 @@ pub fn fidelity(runs: &[Fragment], size: u64, f: u64, d: u64, block: u64) -> (f6
 /// Build the layout in `spec` and verify it with FIEMAP.
 pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
     let start = Instant::now();
+    // F above the file size would silently make a one-fragment file.
+    if spec.frag_size > spec.size {
+        bail!(
+            "--frag-size {} is larger than --size {}: the file would be one fragment; expected a fragment size at most the file size",
+            crate::units::short_size(spec.frag_size),
+            crate::units::short_size(spec.size)
+        );
+    }
     let dir = match spec.path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

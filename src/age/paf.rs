@@ -55,14 +55,16 @@ impl<'a> Cursor<'a> {
     }
     /// One-line error naming the 1-based character position and what was expected.
     fn fail<T>(&self, at: usize, what: &str) -> Result<T> {
-        let found = match self.bytes.get(at) {
-            Some(&c) => format!("'{}'", c as char),
+        // `at` is a byte offset on a character boundary; name the whole character (not its
+        // first byte) and count characters, not bytes.
+        let found = match self.text.get(at..).and_then(|t| t.chars().next()) {
+            Some(c) => format!("'{}'", crate::units::printable(&c.to_string())),
             None => "the end".to_string(),
         };
+        let character = self.text.get(..at).map_or(at, |t| t.chars().count()) + 1;
         bail!(
-            "PaF spec '{}': at character {} found {found}, expected {what} (form PAF:AA.BB[,CC.DD...][:SEED]@SIZE[,SIZE...][<KBLOCKS], e.g. PAF:70.30@264M)",
-            self.text,
-            at + 1
+            "PaF spec '{}': at character {character} found {found}, expected {what} (form PAF:AA.BB[,CC.DD...][:SEED]@SIZE[,SIZE...][<KBLOCKS], e.g. PAF:70.30@264M)",
+            crate::units::printable(self.text),
         )
     }
     fn expect(&mut self, c: u8, what: &str) -> Result<()> {
@@ -190,7 +192,11 @@ impl PafSpec {
         }
         let kblocks = if c.peek() == Some(b'<') {
             c.pos += 1;
-            Some(c.number("the 1K-blocks count KBLOCKS")?.0)
+            let (k, at) = c.number("the 1K-blocks count KBLOCKS")?;
+            if k == 0 || k > u64::MAX / 1024 {
+                return c.fail(at, "a 1K-blocks count KBLOCKS from 1 to 18014398509481983");
+            }
+            Some(k)
         } else {
             None
         };
@@ -362,6 +368,16 @@ pub fn run(spec: &PafSpec, target: &Path, opts: &PafOptions) -> Result<PafReport
     };
     let seed = spec.seed.or(opts.seed).unwrap_or(super::DEFAULT_SEED);
     let plans = plan(spec, capacity, seed);
+    if let Some((g, p)) = plans.iter().enumerate().find(|(_, p)| p.names.is_empty()) {
+        bail!(
+            "PaF spec '{spec}': generation {} fills {}% of {} bytes, less than one file of {} bytes; expected a file size at most {} bytes",
+            g + 1,
+            spec.generations[g].fill_pct,
+            capacity,
+            p.size,
+            capacity as u128 * spec.generations[g].fill_pct as u128 / 100
+        );
+    }
     let threads = opts.threads.max(1);
     if !opts.dry_run {
         require_scratch(target, opts.force, "age paf")?;
@@ -566,6 +582,30 @@ mod tests {
         assert_eq!(s.to_string(), "PAF:50.30@8M");
         let s = PafSpec::parse("PAF:70.30,20.40@1M").unwrap();
         assert_eq!(s.size_of(1), 1 << 20);
+    }
+
+    #[test]
+    fn nonsense_is_refused() {
+        let e = err("PAF:50.30@1M<0");
+        assert!(
+            e.contains("character 14") && e.contains("KBLOCKS from 1"),
+            "{e}"
+        );
+        assert!(PafSpec::parse("PAF:50.30@1M<18014398509481984").is_err());
+        // Non-ASCII: the whole character, counted as one.
+        let e = err("PAF:5Ã.30@1M");
+        assert!(e.contains("found 'Ã'") && e.contains("character 6"), "{e}");
+        // A file larger than the generation's share writes nothing: refused, not "done".
+        let dir = tempfile::tempdir().unwrap();
+        let opts = PafOptions {
+            dry_run: true,
+            ..PafOptions::default()
+        };
+        let spec = PafSpec::parse("PAF:50.30@18446744073709551615").unwrap();
+        let e = run(&spec, dir.path(), &opts).unwrap_err().to_string();
+        assert!(e.contains("less than one file"), "{e}");
+        let spec = PafSpec::parse("PAF:50.30@1M").unwrap();
+        assert!(run(&spec, dir.path(), &opts).is_ok());
     }
 
     #[test]

@@ -80,8 +80,12 @@ pub struct SweepReport {
 }
 
 /// Bytes the layout of a `size`-byte file with F, D spans on disk.
+/// Saturates rather than overflowing; F = 0 (refused by `validate`) spans nothing.
 pub fn span(size: u64, f: u64, d: u64) -> u64 {
-    size.div_ceil(f) * (f + d)
+    if f == 0 {
+        return 0;
+    }
+    size.div_ceil(f).saturating_mul(f.saturating_add(d))
 }
 
 /// Scratch size that holds the largest layout's span with room for metadata and the
@@ -93,8 +97,10 @@ pub fn scratch_size_for(spec: &SweepSpec) -> u64 {
             max = max.max(span(spec.size, f, d));
         }
     }
-    let want = max + max / 4 + (256 << 20);
-    want.next_multiple_of(64 << 20).max(spec.fs_min())
+    let want = max.saturating_add(max / 4).saturating_add(256 << 20);
+    want.checked_next_multiple_of(64 << 20)
+        .unwrap_or(want)
+        .max(spec.fs_min())
 }
 
 impl SweepSpec {

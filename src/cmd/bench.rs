@@ -165,6 +165,8 @@ fn run_sweep(a: BenchSweepArgs) -> Result<i32> {
         scratch_size: a.scratch_size,
         keep: a.keep,
     };
+    // Before anything derives sizes from the lists (a zero F would divide by zero).
+    sweep::validate(&spec)?;
     let n = (spec.frag_sizes.len() * spec.frag_distances.len()) as u64;
     let bar = progress(n, "layouts laid out and read");
     bar.enable_steady_tick(std::time::Duration::from_millis(250));

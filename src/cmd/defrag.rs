@@ -40,17 +40,12 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         },
         verify: !args.no_verify,
         dry_run: args.dry_run,
-        max_rate: args.max_rate.map(|mb| (mb * 1_000_000.0) as u64),
+        max_rate: args.max_rate,
         budget: args.budget,
         unshare: args.unshare,
         force: args.force,
         allow_unsafe: args.r#unsafe,
     };
-    if let Some(r) = args.max_rate {
-        if r <= 0.0 {
-            bail!("--max-rate {r}: expected MB/s greater than zero");
-        }
-    }
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
     if !io::stderr().is_terminal() {
         bar.set_draw_target(ProgressDrawTarget::hidden());

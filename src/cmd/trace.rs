@@ -60,7 +60,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     };
     let stop = Stop {
         signalled: loader::stop_on_signals(),
-        duration: args.duration.map(Duration::from_secs_f64),
+        duration: args.duration,
         on_attached: &announce,
     };
     let stats = loader::trace(&filter, command.as_mut(), &stop, &mut on_event)?;

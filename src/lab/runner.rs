@@ -107,23 +107,7 @@ impl Runner {
         if a == self.exe.to_string_lossy() {
             return "fragkit".into();
         }
-        let mut text = a.to_string();
-        let mut substituted = false;
-        for (name, path) in &self.vars {
-            let p = path.to_string_lossy();
-            if !p.is_empty() && text.contains(&*p) {
-                text = text.replace(&*p, &format!("${{{name}}}"));
-                substituted = true;
-            }
-        }
-        let plain = |c: char| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c);
-        if substituted {
-            format!("\"{text}\"")
-        } else if !text.is_empty() && text.chars().all(plain) {
-            text
-        } else {
-            format!("'{}'", text.replace('\'', "'\\''"))
-        }
+        shell_word(a, &self.vars)
     }
 
     /// Run `fragkit ARGS`; returns its stdout. `output` names the file stdout is kept in.
@@ -248,4 +232,71 @@ impl Runner {
 /// Parse a step's JSON stdout, naming the step when it is not JSON.
 pub fn json(step: &str, text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text).with_context(|| format!("step '{step}': output is not JSON"))
+}
+
+/// One argument as sh reads it back unchanged: plain words as they are, words holding a
+/// variable's path as "...${NAME}..." with `\ " $ `` escaped in the rest, others in
+/// single quotes (spaces, quotes, `$()`, newlines and all).
+pub fn shell_word(a: &str, vars: &[(String, PathBuf)]) -> String {
+    // Escaping is per character, so an escaped path is found in the escaped word.
+    let esc = |t: &str| {
+        let mut o = String::with_capacity(t.len());
+        for c in t.chars() {
+            if matches!(c, '\\' | '"' | '$' | '`') {
+                o.push('\\');
+            }
+            o.push(c);
+        }
+        o
+    };
+    let mut text = esc(a);
+    let mut substituted = false;
+    for (name, path) in vars {
+        let p = esc(&path.to_string_lossy());
+        if !p.is_empty() && text.contains(&p) {
+            text = text.replace(&p, &format!("${{{name}}}"));
+            substituted = true;
+        }
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c);
+    if substituted {
+        format!("\"{text}\"")
+    } else if !a.is_empty() && a.chars().all(plain) {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+    use std::path::PathBuf;
+
+    /// sh -c 'printf %s WORD' must print the argument back.
+    #[test]
+    fn words_survive_the_shell() {
+        let vars = vec![("OUT".to_string(), PathBuf::from("/tmp/o ut$(x)"))];
+        for a in [
+            "plain",
+            "with space",
+            "it's",
+            "a\"b",
+            "$(touch /tmp/fragkit-pwned)",
+            "`id`",
+            "line\nbreak",
+            "back\\slash",
+            "",
+            "/tmp/o ut$(x)/maps/a b$(y).png",
+        ] {
+            let w = shell_word(a, &vars);
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("OUT='/tmp/o ut$(x)'; printf %s {w}"))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), a, "{w}");
+        }
+        assert!(shell_word("/tmp/o ut$(x)/f", &vars).contains("${OUT}"));
+    }
 }

@@ -74,7 +74,12 @@ fn write_fsmap_table(
         out,
         "extents    min {} / avg {} / max {}; largest free run {} (free extents joined across {} boundaries)",
         b(f.min_free_extent_blocks),
-        HumanBytes((f.avg_free_extent_blocks * bs as f64) as u64),
+        if f.fs_type == "ext4" {
+            // Rounded as e2freefrag rounds it, so the two read the same.
+            format!("{} KiB", f.e2freefrag_avg_kib())
+        } else {
+            HumanBytes((f.mean_free_extent_blocks_exact * bs as f64) as u64).to_string()
+        },
         b(f.max_free_extent_blocks),
         b(f.largest_free_run_blocks),
         f.group_kind
@@ -125,12 +130,6 @@ fn write_fsmap_table(
         "{:>6} {:>12} {:>12} {:>12} {:>14} {:>12}",
         "GROUP", "START", "FREE_BLOCKS", "FREE_EXTENTS", "LARGEST_FREE", "METADATA"
     )?;
-    let gb = &f.group_bands;
-    writeln!(
-        out,
-        "free share {} groups with many (> 1/2) free blocks, {} with enough (1/4..1/2), {} with few (1/8..1/4), {} with very few (1/16..1/8), {} with really few (< 1/16)",
-        gb.over_half, gb.quarter_to_half, gb.eighth_to_quarter, gb.sixteenth_to_eighth, gb.under_sixteenth
-    )?;
     let shown = if all_groups {
         f.groups.len()
     } else {
@@ -155,6 +154,12 @@ fn write_fsmap_table(
             f.groups.len()
         )?;
     }
+    let gb = &f.group_bands;
+    writeln!(
+        out,
+        "free share {} groups with many (> 1/2) free blocks, {} with enough (1/4..1/2), {} with few (1/8..1/4), {} with very few (1/16..1/8), {} with really few (< 1/16)",
+        gb.over_half, gb.quarter_to_half, gb.eighth_to_quarter, gb.sixteenth_to_eighth, gb.under_sixteenth
+    )?;
     Ok(())
 }
 

@@ -320,7 +320,7 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
             "<dt>free space (before the defragmenters)</dt><dd>{} free extents, largest {}, mean {}</dd>",
             free["free_extents"].as_u64().unwrap_or(0),
             HumanBytes(free["max_free_extent_blocks"].as_u64().unwrap_or(0) * bs),
-            HumanBytes((free["avg_free_extent_blocks"].as_f64().unwrap_or(0.0) * bs as f64) as u64),
+            HumanBytes((free["mean_free_extent_blocks_exact"].as_f64().unwrap_or(0.0) * bs as f64) as u64),
         );
     }
     if let Some(t) = &r.trace {

@@ -70,8 +70,9 @@ pub struct ProfileRange {
 }
 
 impl ProfileRange {
+    /// Saturates: a hand-edited profile may hold any u64s.
     pub fn end(&self) -> u64 {
-        self.offset + self.length
+        self.offset.saturating_add(self.length)
     }
     pub fn accesses(&self) -> u64 {
         self.reads + self.writes

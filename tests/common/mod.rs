@@ -345,3 +345,33 @@ pub fn fragkit_error(args: &[&str]) -> String {
     assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err:?}");
     err
 }
+
+/// `fragkit watch --listen 127.0.0.1:0 --db DB DIR` with `interval`: the child and the
+/// address it serves on (its stderr is drained in the background).
+pub fn watch_listening(dir: &Path, db: &Path, interval: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args([
+            "watch",
+            "--interval",
+            interval,
+            "--listen",
+            "127.0.0.1:0",
+            "--db",
+        ])
+        .arg(db)
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("watch exited").unwrap();
+        if let Some(rest) = line.split("live page on http://").nth(1) {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (watch, addr)
+}
