@@ -94,3 +94,18 @@ fn zero_request_size() {
     let out = fragkit(&["scan", "--request-size", "12Q", "/"]);
     one_line_error(&out, 2, &["12Q", "not a size"]);
 }
+
+/// `trace --help` says which I/O paths the tracer does not see, before anyone relies on it.
+#[test]
+fn trace_help_names_what_is_not_traced() {
+    let out = fragkit(&["trace", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let line = help
+        .lines()
+        .find(|l| l.starts_with("Not traced"))
+        .unwrap_or_else(|| panic!("no 'Not traced' line in:\n{help}"));
+    for blind in ["mmap", "io_uring", "AIO"] {
+        assert!(line.contains(blind), "{line}");
+    }
+}

@@ -144,6 +144,8 @@ pub struct Summary {
     pub events: u64,
     pub dropped: u64,
     pub request_size: u64,
+    /// I/O paths the tracer does not see (mmap, io_uring, AIO, ...): missing from the counts.
+    pub not_traced: &'static str,
     /// Hottest first.
     pub ranges: Vec<SummaryRange>,
 }
@@ -206,6 +208,7 @@ fn summarize(p: &Profile, request_size: u64) -> Summary {
         events: p.events,
         dropped: p.dropped,
         request_size,
+        not_traced: crate::trace::NOT_TRACED,
         ranges,
     }
 }
@@ -253,5 +256,10 @@ fn write_summary(w: &mut impl Write, s: &Summary, top: usize) -> io::Result<()> 
         w,
         "{} calls traced, {} dropped; fragmentation cost the traced accesses {} extra requests",
         s.events, s.dropped, extra
+    )?;
+    writeln!(
+        w,
+        "not traced (missing from these counts): {}",
+        s.not_traced
     )
 }
