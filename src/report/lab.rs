@@ -365,6 +365,13 @@ fn reproduce_script(r: &LabReport) -> String {
         s,
         "OUT=${{OUT:-./fragkit-lab-repro}}; mkdir -p \"$OUT/maps\" \"$OUT/data\""
     );
+    if r.variables.contains_key("IMAGES") {
+        // The images' directory of this run may be gone; make a new one where the lab would.
+        let _ = writeln!(
+            s,
+            "IMAGES=${{IMAGES:-$(mktemp -d \"${{TMPDIR:-/tmp}}/fragkit-lab-XXXXXX\")}}"
+        );
+    }
     for step in &r.steps {
         let cmd = &step.command;
         let line = if step.name == "scratch create" {
