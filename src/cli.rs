@@ -751,8 +751,19 @@ pub struct AgeFragpickerArgs {
     /// Seed of the data written
     #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
     pub seed: u64,
+    /// Relocate alternate 4 KiB pieces afterwards (EXT4_IOC_MOVE_EXT), as FragPicker's ext4
+    /// fragmentor does, so ext4's preallocation does not hide the interleaving [auto: on ext4]
+    #[arg(long, value_enum, default_value_t = FragmentorArg::Auto)]
+    pub fragmentor: FragmentorArg,
     #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
     pub format: InfoFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FragmentorArg {
+    Auto,
+    On,
+    Off,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -161,7 +161,13 @@ pub fn run(action: AgeAction) -> Result<i32> {
             Ok(0)
         }
         AgeAction::FragpickerSynthetic(a) => {
-            let r = age::fragpicker::synthetic(&a.dir, a.files, a.size, a.seed)?;
+            use crate::age::fragpicker::Fragmentor;
+            let fragmentor = match a.fragmentor {
+                crate::cli::FragmentorArg::Auto => Fragmentor::Auto,
+                crate::cli::FragmentorArg::On => Fragmentor::On,
+                crate::cli::FragmentorArg::Off => Fragmentor::Off,
+            };
+            let r = age::fragpicker::synthetic(&a.dir, a.files, a.size, a.seed, fragmentor)?;
             match a.format {
                 InfoFormat::Json => print_json(&r)?,
                 InfoFormat::Table => {
@@ -175,6 +181,18 @@ pub fn run(action: AgeAction) -> Result<i32> {
                             HumanBytes(f.frag_sizes.max)
                         );
                     }
+                    let fr = &r.fragmentor;
+                    match &fr.skipped {
+                        Some(why) => println!("fragmentor: not run ({why})"),
+                        None => println!(
+                            "fragmentor: {} pieces relocated in {:.1} s; {} fragments before, {} after",
+                            fr.pieces_moved, fr.seconds, fr.fragments_before, r.fragments
+                        ),
+                    }
+                    println!(
+                        "achieved {:.0} fragments per file, expected {}",
+                        r.achieved_fragments_per_file, r.expected_fragments_per_file
+                    );
                 }
             }
             Ok(0)
