@@ -50,6 +50,31 @@ pub fn run(action: AgeAction) -> Result<i32> {
                         pct(r.size_fidelity),
                         pct(r.distance_fidelity),
                     );
+                    let o = &r.off_pieces;
+                    println!(
+                        "exact: {} of fragments F, {} of gaps D",
+                        pct(o.exact_fragments),
+                        pct(o.exact_gaps)
+                    );
+                    if o.count > 0 {
+                        let why: Vec<String> = o
+                            .by_reason
+                            .iter()
+                            .map(|(k, n)| format!("{n} {k}"))
+                            .collect();
+                        println!("{} pieces off: {}", o.count, why.join(", "));
+                        for p in o.pieces.iter().take(10) {
+                            println!(
+                                "  fragment {} at {}: {} {} (wanted {}): {}",
+                                p.index,
+                                HumanBytes(p.logical),
+                                p.what,
+                                p.got,
+                                p.wanted,
+                                p.reason
+                            );
+                        }
+                    }
                 }
             }
             Ok(0)
