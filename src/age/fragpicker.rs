@@ -20,8 +20,8 @@ use serde::Serialize;
 
 use super::{check_file, write_all_at, DirectBuf, FileCheck};
 use crate::defrag::migrate::{ext4::move_ext, temp_file_in};
-use crate::io::alloc::allocate;
-use crate::layout::fsinfo::FsInfo;
+use crate::sys::alloc::allocate;
+use crate::sys::fsinfo::FsInfo;
 
 const SMALL: u64 = 4096;
 const SMALL_PER_ROUND: u64 = 32;

@@ -33,9 +33,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use super::{check_file, require_block_multiple, write_all_at, DirectBuf, FileCheck};
-use crate::io::alloc::{allocate, punch_hole};
-use crate::layout::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, XFS_MAGIC};
 use crate::layout::model::Fragment;
+use crate::sys::alloc::{allocate, punch_hole};
+use crate::sys::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, XFS_MAGIC};
 
 /// What to build.
 #[derive(Debug, Clone)]
@@ -128,7 +128,7 @@ const OFF_LISTED: usize = 64;
 
 /// Where the fragments' groups and the wanted places' owners come from (ext4, xfs).
 pub struct Surroundings<'a> {
-    pub geometry: Option<crate::layout::superblock::GroupGeometry>,
+    pub geometry: Option<crate::sys::superblock::GroupGeometry>,
     /// What holds the byte range [start, end) now: Some(None) all free, Some(Some(what))
     /// metadata or another inode, None unknown (no GETFSMAP, e.g. btrfs).
     pub owner_of: &'a dyn Fn(u64, u64) -> Option<Option<String>>,
@@ -243,7 +243,7 @@ pub fn off_pieces(
 /// What GETFSMAP says holds [start, end) now: Some(None) when all free, None when the
 /// file system has no GETFSMAP (btrfs).
 fn fsmap_owner(dir: &File, start: u64, end: u64) -> Option<Option<String>> {
-    use crate::layout::fsmap::{read_fsmap, Owner};
+    use crate::sys::fsmap::{read_fsmap, Owner};
     let recs = read_fsmap(
         std::os::fd::AsFd::as_fd(dir),
         None,
@@ -304,7 +304,7 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
         bail!("{}: no such directory", dir.display());
     }
     let probe = File::open(&dir).with_context(|| format!("{}: cannot open", dir.display()))?;
-    let info = crate::layout::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&probe))
+    let info = crate::sys::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&probe))
         .with_context(|| format!("{}: statfs failed", dir.display()))?;
     let bs = info.block_size as u64;
     require_block_multiple("--size", spec.size, bs)?;
@@ -367,8 +367,8 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
     let geometry = {
         use std::os::unix::fs::MetadataExt;
         let dev = probe.metadata()?.dev();
-        crate::layout::superblock::device_path(dev)
-            .and_then(|p| crate::layout::superblock::read_geometry(&p))
+        crate::sys::superblock::device_path(dev)
+            .and_then(|p| crate::sys::superblock::read_geometry(&p))
             .ok()
     };
     let owner_of = |a: u64, b: u64| fsmap_owner(&probe, a, b);
@@ -493,7 +493,7 @@ fn reflink(
         .with_context(|| format!("{}: cannot create", spec.path.display()))?;
     for k in 0..n {
         let len = f.min(spec.size - k * f);
-        super::clone::clone_range(&src, k * stride, len, &target, k * f)
+        crate::sys::clone::clone_range(&src, k * stride, len, &target, k * f)
             .map_err(|e| io_err(e, &spec.path, "FICLONERANGE"))?;
         if let Some(pb) = pb {
             pb.inc(1);
@@ -625,7 +625,7 @@ fn fill_and_punch(
         None
     };
     let _xfs_reserve = if magic == XFS_MAGIC {
-        Some(super::fstune::XfsResblks::empty(dir).context("emptying the xfs reserve pool")?)
+        Some(crate::sys::xfs::XfsResblks::empty(dir).context("emptying the xfs reserve pool")?)
     } else {
         None
     };
@@ -744,7 +744,7 @@ mod tests {
     #[test]
     fn off_pieces_name_group_boundaries_and_occupants() {
         const K: u64 = 1024;
-        let geo = crate::layout::superblock::GroupGeometry {
+        let geo = crate::sys::superblock::GroupGeometry {
             group_kind: "block group",
             block_size: 4096,
             total_blocks: 1 << 20,

@@ -18,3 +18,4 @@ pub mod loader;
 pub mod profile;
 pub mod ranges;
 pub mod resolve;
+pub mod summary;
