@@ -18,7 +18,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::{check_file, write_all_at, DirectBuf, FileCheck};
+use super::{check_file, seeded_buf, write_all_at, FileCheck};
 use crate::defrag::migrate::{ext4::move_ext, temp_file_in};
 use crate::sys::alloc::allocate;
 use crate::sys::fsinfo::FsInfo;
@@ -104,7 +104,7 @@ pub fn synthetic(
                 .with_context(|| format!("{}: cannot create with O_DIRECT", p.display()))
         })
         .collect::<Result<Vec<File>>>()?;
-    let buf = DirectBuf::new(BIG as usize, seed);
+    let buf = seeded_buf(BIG as usize, seed);
     let pb = super::progress_bar(rounds, "age fragpicker-synthetic");
     let mut off = 0u64;
     for _ in 0..rounds {
