@@ -45,7 +45,7 @@ pub enum Command {
     Free(FreeArgs),
     /// Draw block maps (PNG, SVG, HTML) and write FragTracer's artefacts
     Map(MapArgs),
-    /// Trace real file I/O with eBPF into a per-file access profile (needs root)
+    /// Trace file I/O syscalls with eBPF into a per-file access profile (not mmap, io_uring or AIO; needs root)
     Trace(TraceArgs),
     /// Make fragmentation on purpose: exact layouts, the seeds' workloads, PaF and profile aging
     Age {
@@ -162,7 +162,7 @@ pub enum ScratchAction {
         /// Size of the image (K, M, G suffixes)
         #[arg(long, default_value = "1G", value_parser = units::parse_nonzero_size)]
         size: u64,
-        /// Directory to hold the image and the mount point [default: a new dir under $TMPDIR]
+        /// Directory to hold the image and the mount point [default: a new dir under $TMPDIR, or /tmp when unset]
         #[arg(long)]
         dir: Option<PathBuf>,
         /// Extra mkfs arguments (e.g. "-b 4096"), split on spaces
@@ -180,7 +180,7 @@ pub enum ScratchAction {
     Clone {
         /// The mount point of the scratch file system to copy
         mountpoint: PathBuf,
-        /// Directory to hold the copy's image and mount point [default: a new dir under $TMPDIR]
+        /// Directory to hold the copy's image and mount point [default: a new dir under $TMPDIR, or /tmp when unset]
         #[arg(long)]
         dir: Option<PathBuf>,
         /// Output format
@@ -661,7 +661,7 @@ fn seconds(s: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  fragkit trace -o app.json -- ./app --flag\n  fragkit trace --pid 1234 --duration 30 --summary\n  fragkit trace --mount /data --comm rocksdb -d 60 -o db.json"
+    after_help = "Traced: read, write, readv, writev, pread64, pwrite64, preadv, pwritev, preadv2, pwritev2 on regular files.\nNot traced: mmap page faults, io_uring, AIO (io_submit), sendfile, splice and copy_file_range: I/O through them is missing from the profile.\n\nExamples:\n  fragkit trace -o app.json -- ./app --flag\n  fragkit trace --pid 1234 --duration 30 --summary\n  fragkit trace --mount /data --comm rocksdb -d 60 -o db.json"
 )]
 pub struct TraceArgs {
     /// Trace only this process and the children it forks (repeatable)
@@ -756,8 +756,19 @@ pub struct AgeFragpickerArgs {
     /// Seed of the data written
     #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
     pub seed: u64,
+    /// Relocate alternate 4 KiB pieces afterwards (EXT4_IOC_MOVE_EXT), as FragPicker's ext4
+    /// fragmentor does, so ext4's preallocation does not hide the interleaving [auto: on ext4]
+    #[arg(long, value_enum, default_value_t = FragmentorArg::Auto)]
+    pub fragmentor: FragmentorArg,
     #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
     pub format: InfoFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FragmentorArg {
+    Auto,
+    On,
+    Off,
 }
 
 #[derive(Args, Debug)]
@@ -970,7 +981,7 @@ pub struct LabArgs {
     /// Leave the scratch file systems mounted afterwards
     #[arg(long)]
     pub keep: bool,
-    /// Where the scratch images go [default: new directories under $TMPDIR]
+    /// Where the scratch images go [default: a new dir under $TMPDIR when set, else under /dev/shm when it has room for every image, else under /tmp]
     #[arg(long, value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,
     /// Seed of the aging

@@ -132,3 +132,64 @@ fn layout_cli_json_reports_requested_and_achieved() {
     let scan = fragkit_json(&["scan", path.to_str().unwrap(), "--format", "json"]);
     assert_eq!(scan["files"][0]["fragments"], v["achieved"]["fragments"]);
 }
+
+/// Held-out values (not those the techniques were tuned on), 8 MiB files as `bench sweep`
+/// lays them out: at least 98% of fragments exactly F and of gaps exactly D, and every piece
+/// that is off comes with a reason. The whole grid: bench/layout-grid.sh.
+fn held_out(fs: FsType, scratch_size: u64, points: &[(u64, u64)]) {
+    let s = scratch(fs, scratch_size, &[]);
+    let mut failures = Vec::new();
+    for &(f, d) in points {
+        let path = s.mountpoint().join(format!("held-{f}-{d}"));
+        let r = build(&LayoutSpec {
+            path: path.clone(),
+            size: 8 << 20,
+            frag_size: f,
+            frag_distance: d,
+            seed: 11,
+            force: false,
+            progress: false,
+        })
+        .unwrap_or_else(|e| panic!("{} F={f} D={d}: {e:#}", fs.name()));
+        let o = &r.off_pieces;
+        eprintln!(
+            "{} F={f} D={d}: {} fragments, exact F {:.4}, exact D {:.4}, off {:?}",
+            fs.name(),
+            r.achieved.fragments,
+            o.exact_fragments,
+            o.exact_gaps,
+            o.by_reason
+        );
+        assert!(o.pieces.iter().all(|p| !p.reason.is_empty()));
+        assert_eq!(o.by_reason.values().sum::<usize>(), o.count);
+        if o.exact_fragments < 0.98 || o.exact_gaps < 0.98 {
+            failures.push(format!("F={f} D={d}: {o:?}"));
+        }
+        std::fs::remove_file(&path).unwrap();
+        nix::unistd::sync();
+    }
+    assert!(failures.is_empty(), "{}: {failures:#?}", fs.name());
+}
+
+#[test]
+fn layout_held_out_ext4_and_xfs_12k_1m() {
+    // 683 fragments 1 MiB apart span 691 MiB: across ext4 block groups and xfs AGs.
+    held_out(FsType::Ext4, 1 << 30, &[(12 * K, 1024 * K)]);
+    held_out(FsType::Xfs, 1 << 30, &[(12 * K, 1024 * K)]);
+}
+
+/// btrfs's first data block group (made by mkfs) is 8 MiB: a pattern running off its end
+/// continued ~270 MiB further on (one gap off in 7 for F = 1 MiB).
+#[test]
+fn layout_held_out_btrfs() {
+    held_out(
+        FsType::Btrfs,
+        1 << 30,
+        &[
+            (1024 * K, 4 * K),
+            (1024 * K, 1024 * K),
+            (48 * K, 200 * K),
+            (4 * K, 4 * K),
+        ],
+    );
+}

@@ -92,3 +92,24 @@ fn paf_bad_specs_get_one_line() {
         assert!(err.contains(needle), "{spec}: {err}");
     }
 }
+
+/// The lab's default structure on a 512 MiB btrfs: 85% of the whole device (metadata DUP
+/// included) is more than btrfs can hold as data, and the fill ran into ENOSPC. The
+/// percentages are of what btrfs can store as data.
+#[test]
+fn paf_85_50_fits_a_512m_btrfs() {
+    let spec = PafSpec::parse("PAF:85.50@64K").unwrap();
+    let opts = PafOptions {
+        threads: 2,
+        ..Default::default()
+    };
+    let s = scratch(FsType::Btrfs, 512 << 20, &[]);
+    let r = run(&spec, s.mountpoint(), &opts).unwrap_or_else(|e| panic!("{e:#}"));
+    let g = &r.generations[0];
+    assert!(
+        (g.used_pct_after_fill - 85.0).abs() <= 3.0,
+        "fill reached {:.2}%",
+        g.used_pct_after_fill
+    );
+    assert!(g.files_written > 5000, "{} files", g.files_written);
+}

@@ -246,3 +246,64 @@ fn bad_input_is_one_clear_line() {
         );
     }
 }
+
+/// Another process reading the same device while `bench read` runs: its requests land in
+/// the device counters, and the job says so (text and JSON); alone, it says nothing.
+#[test]
+fn bench_read_warns_when_another_process_uses_the_device() {
+    let s = scratch(FsType::Ext4, 512 << 20, &[]);
+    let dir = s.mountpoint();
+    write_file(&dir.join("mine"), 32 << 20, 1);
+    write_file(&dir.join("theirs"), 64 << 20, 2);
+    let mine = dir.join("mine").to_string_lossy().into_owned();
+    let args = [
+        "read",
+        "--bs",
+        "4K",
+        "--engine",
+        "psync",
+        "--direct",
+        "--iterations",
+        "3",
+        &mine,
+    ];
+    let alone = bench_json(&args);
+    assert!(
+        alone["jobs"][0]["foreign_io"].is_null(),
+        "{:#}",
+        alone["jobs"][0]
+    );
+
+    use std::os::unix::process::CommandExt;
+    let mut other = std::process::Command::new("sh")
+        .process_group(0)
+        .arg("-c")
+        .arg(format!(
+            "while :; do dd if='{}' of=/dev/null bs=1M iflag=direct status=none; done",
+            dir.join("theirs").display()
+        ))
+        .spawn()
+        .unwrap();
+    let shared = bench_json(&args);
+    let mut text_args = vec!["bench"];
+    text_args.extend_from_slice(&args);
+    let text = fragkit(&text_args);
+    // The shell and the dd it is running: the whole group, so nothing holds the mount.
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(other.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = other.wait();
+    let f = &shared["jobs"][0]["foreign_io"];
+    assert!(
+        f["iterations"].as_u64().unwrap_or(0) >= 1,
+        "{:#}",
+        shared["jobs"][0]
+    );
+    assert!(f["read_bytes"].as_u64().unwrap_or(0) >= 1 << 20, "{f:#}");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("warning: the device saw I/O this job did not issue"),
+        "{text}"
+    );
+}

@@ -175,3 +175,18 @@ fn nonsense_is_refused() {
     ];
     all_refused(cases);
 }
+
+/// `trace --help` says which I/O paths the tracer does not see, before anyone relies on it.
+#[test]
+fn trace_help_names_what_is_not_traced() {
+    let out = fragkit(&["trace", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let line = help
+        .lines()
+        .find(|l| l.starts_with("Not traced"))
+        .unwrap_or_else(|| panic!("no 'Not traced' line in:\n{help}"));
+    for blind in ["mmap", "io_uring", "AIO"] {
+        assert!(line.contains(blind), "{line}");
+    }
+}

@@ -27,15 +27,23 @@ fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
     common::require_root();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("lab");
-    let printed = common::fragkit_json(&[
-        "lab",
-        "--size",
-        "512M",
-        "--out",
-        dir.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    // The images go where TMPDIR says (here a directory in RAM, as the default would be).
+    let tmpdir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args([
+            "lab",
+            "--size",
+            "512M",
+            "--out",
+            dir.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .env("TMPDIR", tmpdir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed: Value = serde_json::from_slice(&o.stdout).unwrap();
     let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json written");
     let report: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
@@ -118,7 +126,43 @@ fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
     }
     let methods = report["methods"].as_array().unwrap().len();
     assert_eq!(images, methods + 1, "a map per method and the chart");
-    assert!(Path::new(&dir.join("reproduce.sh")).exists());
+    let images = report["variables"]["IMAGES"].as_str().unwrap();
+    assert!(
+        Path::new(images).starts_with(tmpdir.path()),
+        "images in {images}, TMPDIR {}",
+        tmpdir.path().display()
+    );
+
+    // reproduce.sh sets every variable before it uses it (it used ${IMAGES} unset, which
+    // would have made the images at /base), and sh can parse it.
+    let script = std::fs::read_to_string(dir.join("reproduce.sh")).unwrap();
+    let mut set: Vec<String> = vec!["TMPDIR".into()];
+    for line in script.lines().filter(|l| !l.starts_with('#')) {
+        for used in line.split("${").skip(1) {
+            let name: String = used
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let defaulted = used[name.len()..].starts_with(":-");
+            assert!(
+                defaulted || set.contains(&name),
+                "reproduce.sh uses ${{{name}}} before setting it: {line}"
+            );
+        }
+        for stmt in line.split(';') {
+            if let Some((name, _)) = stmt.trim().split_once('=') {
+                if name.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+                    set.push(name.to_string());
+                }
+            }
+        }
+    }
+    let sh = std::process::Command::new("sh")
+        .arg("-n")
+        .arg(dir.join("reproduce.sh"))
+        .status()
+        .unwrap();
+    assert!(sh.success(), "sh -n reproduce.sh");
 
     // Nothing of the lab's is left mounted.
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();

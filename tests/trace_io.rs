@@ -287,6 +287,27 @@ fn launched_command_is_traced_from_its_first_read() {
         "status=none",
     ]);
     assert_eq!(sum["kind"], "fragkit-trace-summary");
+    // What the tracer cannot see is said with its numbers, in JSON and in the table.
+    let not = sum["not_traced"].as_str().unwrap_or_default();
+    for blind in ["mmap", "io_uring", "AIO"] {
+        assert!(not.contains(blind), "{sum:#}");
+    }
+    let o = fragkit(&[
+        "trace",
+        "--mount",
+        dir.to_str().unwrap(),
+        "--summary",
+        "--",
+        "true",
+    ]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.lines().any(|l| l.starts_with("not traced")
+            && l.contains("mmap")
+            && l.contains("io_uring")
+            && l.contains("AIO")),
+        "{table}"
+    );
     let (bs, extents) = filefrag_extents(&dir.join("inter-a"));
     // Physically contiguous extents are one fragment.
     let mut frags: Vec<(u64, u64)> = Vec::new(); // (logical start, end) in bytes

@@ -602,3 +602,44 @@ fn watch_full_scan_of_a_big_tree_is_not_a_change() {
     assert_eq!(v["changed_files"], 0, "{v}");
     assert!(v["events"].as_u64().unwrap() < 100, "{v}");
 }
+
+/// A file written through the page cache (delayed allocation) has no blocks when the watch
+/// first maps it, and writeback raises no event: after `sync` the watch must map it again
+/// by itself, so /metrics equals filefrag within 35 s (not at the 10-minute rescan).
+#[test]
+fn watch_maps_a_delalloc_file_again_after_writeback() {
+    let fs = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = fs.mountpoint().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let dbdir = tempfile::tempdir().unwrap();
+    let w = Watch::start(&dir, &dbdir.path().join("w.db"), "1s", "fanotify", &[]);
+    let f = dir.join("copy.dat");
+    std::fs::write(&f, vec![7u8; 8 << 20]).unwrap(); // like cp: buffered, no fsync
+    let files = "fragkit_watch_files{ext=\"dat\",request_size=\"131072\"}";
+    w.wait_for("copy.dat watched", |m| metric(m, files) == Some(1.0));
+    nix::unistd::sync();
+    let synced = Instant::now();
+    let fragments = scan_fragments(&f);
+    let (_, extents) = filefrag_extents(&f);
+    assert!(fragments >= 1 && !extents.is_empty());
+    let frag_series = "fragkit_watch_fragments{ext=\"dat\",request_size=\"131072\"}";
+    let ext_series = "fragkit_watch_extents{ext=\"dat\",request_size=\"131072\"}";
+    loop {
+        let m = w.get("/metrics");
+        if metric(&m, frag_series) == Some(fragments as f64)
+            && metric(&m, ext_series) == Some(extents.len() as f64)
+        {
+            break;
+        }
+        assert!(
+            synced.elapsed() < Duration::from_secs(35),
+            "35 s after sync /metrics still says {:?} fragments, {:?} extents; filefrag: {fragments} fragments, {} extents",
+            metric(&m, frag_series),
+            metric(&m, ext_series),
+            extents.len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    w.stop();
+}

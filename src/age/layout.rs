@@ -80,6 +80,8 @@ pub struct LayoutReport {
     pub size_fidelity: f64,
     /// Gaps between logically consecutive fragments within one block of D, over all gaps.
     pub distance_fidelity: f64,
+    /// Which fragments and gaps are not exactly F and D, and why.
+    pub off_pieces: OffPieces,
     /// Fragments in logical order: (logical, physical, length) in bytes.
     pub fragments: Vec<Fragment>,
     pub elapsed_seconds: f64,
@@ -92,6 +94,173 @@ pub struct Requested {
     pub frag_distance: u64,
     pub fragments: u64,
     pub seed: u64,
+}
+
+/// Pieces of a layout that are not exactly as asked, with the reason fragkit can see.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OffPieces {
+    /// Share of fragments exactly F bytes long (the last one may be the size's tail).
+    pub exact_fragments: f64,
+    /// Share of gaps between logically consecutive fragments exactly D bytes.
+    pub exact_gaps: f64,
+    /// Fragments and gaps that are off.
+    pub count: usize,
+    /// Off pieces per reason.
+    pub by_reason: std::collections::BTreeMap<String, usize>,
+    /// The first OFF_LISTED of them.
+    pub pieces: Vec<OffPiece>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct OffPiece {
+    /// Fragment index (for a gap: the fragment before it).
+    pub index: usize,
+    pub logical: u64,
+    /// "size" (fragment length) or "gap" (distance to the next fragment).
+    pub what: &'static str,
+    pub wanted: u64,
+    /// The gap as a signed byte distance (the next fragment may lie before this one).
+    pub got: i64,
+    pub reason: String,
+}
+
+const OFF_LISTED: usize = 64;
+
+/// Where the fragments' groups and the wanted places' owners come from (ext4, xfs).
+pub struct Surroundings<'a> {
+    pub geometry: Option<crate::sys::superblock::GroupGeometry>,
+    /// What holds the byte range [start, end) now: Some(None) all free, Some(Some(what))
+    /// metadata or another inode, None unknown (no GETFSMAP, e.g. btrfs).
+    pub owner_of: &'a dyn Fn(u64, u64) -> Option<Option<String>>,
+}
+
+/// Compare each fragment and gap with F and D; say why each off one is off: it would have
+/// crossed a group boundary (ext4 block groups begin with bitmaps and inode tables, xfs
+/// allocation groups with their headers), the wanted place holds something else, or the
+/// allocator chose another place although it was free.
+pub fn off_pieces(
+    runs: &[Fragment],
+    size: u64,
+    f: u64,
+    d: u64,
+    around: &Surroundings,
+) -> OffPieces {
+    let mut o = OffPieces::default();
+    if runs.is_empty() {
+        return o;
+    }
+    let tail = size % f;
+    let group = |b: u64| {
+        around.geometry.map(|g| {
+            let bs = g.block_size.max(1);
+            g.group_of(b / bs)
+        })
+    };
+    let crosses = |start: u64, end: u64| -> Option<String> {
+        let g = around.geometry?;
+        let (a, b) = (group(start)?, group(end.saturating_sub(1))?);
+        (a != b).then(|| {
+            let bs = g.block_size.max(1);
+            format!(
+                "group boundary ({} {} starts at byte {})",
+                g.group_kind,
+                b,
+                g.group_range(b).0 * bs
+            )
+        })
+    };
+    let mut exact_f = 0usize;
+    let mut off = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let last = i == runs.len() - 1;
+        if r.length == f || (last && tail != 0 && r.length == tail) || (last && r.length < f) {
+            exact_f += 1;
+        } else {
+            let reason = crosses(r.physical, r.physical + f.max(r.length))
+                .or_else(|| {
+                    (r.length < f)
+                        .then(|| (around.owner_of)(r.physical_end(), r.physical + f))
+                        .flatten()
+                        .flatten()
+                        .map(|w| format!("no room: {w} right after it"))
+                })
+                .unwrap_or_else(|| "allocator split it".into());
+            off.push(OffPiece {
+                index: i,
+                logical: r.logical,
+                what: "size",
+                wanted: f,
+                got: r.length as i64,
+                reason,
+            });
+        }
+    }
+    let mut exact_d = 0usize;
+    for (i, w) in runs.windows(2).enumerate() {
+        let got = w[1].physical as i128 - w[0].physical_end() as i128;
+        if got == d as i128 {
+            exact_d += 1;
+            continue;
+        }
+        let want = w[0].physical_end() + d;
+        let reason = crosses(w[0].physical_end(), want + f).unwrap_or_else(|| {
+            match (around.owner_of)(want, want + w[1].length) {
+                Some(Some(w)) => format!("wanted place holds {w}"),
+                Some(None) => "allocator placed it elsewhere (the wanted place is free now)".into(),
+                None => "allocator placed it elsewhere (no GETFSMAP here to see the wanted place)"
+                    .into(),
+            }
+        });
+        off.push(OffPiece {
+            index: i,
+            logical: w[0].logical,
+            what: "gap",
+            wanted: d,
+            got: got.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+            reason,
+        });
+    }
+    o.exact_fragments = exact_f as f64 / runs.len() as f64;
+    let gaps = runs.len() - 1;
+    o.exact_gaps = if gaps == 0 {
+        1.0
+    } else {
+        exact_d as f64 / gaps as f64
+    };
+    o.count = off.len();
+    for p in &off {
+        // Counted by the reason's kind, without its numbers.
+        let kind = p.reason.split(" (").next().unwrap_or(&p.reason);
+        let kind = kind.split(':').next().unwrap_or(kind).to_string();
+        *o.by_reason.entry(kind).or_default() += 1;
+    }
+    off.sort_by_key(|p| (p.index, p.what));
+    off.truncate(OFF_LISTED);
+    o.pieces = off;
+    o
+}
+
+/// What GETFSMAP says holds [start, end) now: Some(None) when all free, None when the
+/// file system has no GETFSMAP (btrfs).
+fn fsmap_owner(dir: &File, start: u64, end: u64) -> Option<Option<String>> {
+    use crate::sys::fsmap::{read_fsmap, Owner};
+    let recs = read_fsmap(
+        std::os::fd::AsFd::as_fd(dir),
+        None,
+        start,
+        end.saturating_sub(1),
+    )
+    .ok()?;
+    Some(
+        recs.iter()
+            .filter(|r| r.physical < end && r.physical_end() > start)
+            .find_map(|r| match r.owner {
+                Owner::Free => None,
+                Owner::Unknown => Some("blocks of unknown use".to_string()),
+                Owner::Metadata(m) => Some(format!("metadata ({m})")),
+                Owner::Inode(ino) => Some(format!("inode {ino}'s data")),
+            }),
+    )
 }
 
 /// Share of fragments within one block of F and of gaps within one block of D.
@@ -203,9 +372,28 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
         spec.frag_distance,
         bs,
     );
+    let geometry = {
+        use std::os::unix::fs::MetadataExt;
+        let dev = probe.metadata()?.dev();
+        crate::sys::superblock::device_path(dev)
+            .and_then(|p| crate::sys::superblock::read_geometry(&p))
+            .ok()
+    };
+    let owner_of = |a: u64, b: u64| fsmap_owner(&probe, a, b);
+    let off = off_pieces(
+        &achieved.runs,
+        spec.size,
+        spec.frag_size,
+        spec.frag_distance,
+        &Surroundings {
+            geometry,
+            owner_of: &owner_of,
+        },
+    );
     Ok(LayoutReport {
         version: 1,
         technique,
+        off_pieces: off,
         requested: Requested {
             size: spec.size,
             frag_size: spec.frag_size,
@@ -280,36 +468,30 @@ fn reflink(
     let n = spec.size.div_ceil(f);
     let stride = f + d;
     let pattern_path = dir.join(format!(".fragkit-layout-pattern.{}", std::process::id()));
-    let _cleanup = RemoveOnDrop(vec![pattern_path.clone()]);
-    let pattern = open_direct(&pattern_path)?;
+    let burner_path = dir.join(format!(".fragkit-layout-burner.{}", std::process::id()));
+    let _cleanup = RemoveOnDrop(vec![pattern_path.clone(), burner_path.clone()]);
     let span = (n - 1) * stride + f.min(spec.size - (n - 1) * f);
-    if magic != BTRFS_MAGIC {
-        // xfs places each extending O_DIRECT write near the inode, i.e. in the small holes
-        // that earlier metadata allocations leave at the AG's start, which splits F pieces.
-        // One fallocate of the whole span asks for the largest free extents instead.
-        allocate(&pattern, 0, span).map_err(|e| io_err(e, &pattern_path, "fallocate"))?;
-    }
-    let buf = seeded_buf(BTRFS_SMALL_WRITE as usize, spec.seed);
-    // btrfs sorts data allocations into size classes (< 128 KiB, < 8 MiB, larger) kept in
-    // different block groups: writing everything in pieces below 128 KiB keeps the F and
-    // D pieces in one block group, in write order.
-    let write_piece = |off: u64, len: u64| -> Result<()> {
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(BTRFS_SMALL_WRITE);
-            write_all_at(&pattern, &buf.as_slice()[..n as usize], off + done)
-                .map_err(|e| io_err(e, &pattern_path, "write"))?;
-            done += n;
-        }
-        Ok(())
+    // btrfs allocates data chunk by chunk: a pattern that runs off the end of the current
+    // data block group continues at the next one, far away (the first, mkfs-made one is
+    // only 8 MiB). Such a pattern is kept as a burner (it fills that tail) and written once
+    // more, which then starts inside the new chunk, if the span fits in one: a data chunk
+    // is 10% of the file system up to 1 GiB (btrfs volumes.c).
+    let chunk = nix::sys::statvfs::statvfs(dir)
+        .map(|v| (v.blocks() * v.fragment_size() / 10).min(1 << 30))
+        .unwrap_or(0);
+    let attempts = if magic == BTRFS_MAGIC && span <= chunk {
+        2
+    } else {
+        1
     };
-    for k in 0..n {
-        write_piece(k * stride, f.min(spec.size - k * f))?;
-        if k + 1 < n {
-            write_piece(k * stride + f, d)?;
+    for attempt in 1..=attempts {
+        write_pattern(spec, &pattern_path, magic, span)?;
+        if attempt < attempts && check_file(&pattern_path)?.fragments > 1 {
+            fs::rename(&pattern_path, &burner_path)?;
+            continue;
         }
+        break;
     }
-    pattern.sync_all()?;
     let src = File::open(&pattern_path)?;
     let target = OpenOptions::new()
         .create(true)
@@ -327,6 +509,43 @@ fn reflink(
     }
     target.set_len(spec.size)?;
     target.sync_all()?;
+    Ok(())
+}
+
+/// Write the pattern file: F, D, F, D, ... in order (see `reflink`).
+fn write_pattern(spec: &LayoutSpec, pattern_path: &Path, magic: u64, span: u64) -> Result<()> {
+    let f = spec.frag_size;
+    let d = spec.frag_distance;
+    let n = spec.size.div_ceil(f);
+    let stride = f + d;
+    let pattern = open_direct(pattern_path)?;
+    if magic != BTRFS_MAGIC {
+        // xfs places each extending O_DIRECT write near the inode, i.e. in the small holes
+        // that earlier metadata allocations leave at the AG's start, which splits F pieces.
+        // One fallocate of the whole span asks for the largest free extents instead.
+        allocate(&pattern, 0, span).map_err(|e| io_err(e, pattern_path, "fallocate"))?;
+    }
+    let buf = seeded_buf(BTRFS_SMALL_WRITE as usize, spec.seed);
+    // btrfs sorts data allocations into size classes (< 128 KiB, < 8 MiB, larger) kept in
+    // different block groups: writing everything in pieces below 128 KiB keeps the F and
+    // D pieces in one block group, in write order.
+    let write_piece = |off: u64, len: u64| -> Result<()> {
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(BTRFS_SMALL_WRITE);
+            write_all_at(&pattern, &buf.as_slice()[..n as usize], off + done)
+                .map_err(|e| io_err(e, pattern_path, "write"))?;
+            done += n;
+        }
+        Ok(())
+    };
+    for k in 0..n {
+        write_piece(k * stride, f.min(spec.size - k * f))?;
+        if k + 1 < n {
+            write_piece(k * stride + f, d)?;
+        }
+    }
+    pattern.sync_all()?;
     Ok(())
 }
 
@@ -526,6 +745,80 @@ mod tests {
             length,
             extents: 1,
         }
+    }
+
+    /// Off pieces get the reason fragkit can see: a group boundary in the way, something
+    /// else at the wanted place, or else the allocator's choice.
+    #[test]
+    fn off_pieces_name_group_boundaries_and_occupants() {
+        const K: u64 = 1024;
+        let geo = crate::sys::superblock::GroupGeometry {
+            group_kind: "block group",
+            block_size: 4096,
+            total_blocks: 1 << 20,
+            first_block: 0,
+            blocks_per_group: 32768, // 128 MiB groups
+            groups: 32,
+        };
+        let group1 = 128u64 << 20;
+        // F = 12K, D = 1M: fragment 0 just before group 1; fragment 1 pushed 9 MiB past
+        // the wanted place (ext4's bitmaps and inode tables at the group's start).
+        let mut runs = vec![frag(group1 - 12 * K - 512 * K, 12 * K)];
+        runs.push(frag(group1 + (9 << 20), 12 * K));
+        runs.push(frag(runs[1].physical_end() + 1024 * K, 12 * K)); // exact
+        runs.push(frag(runs[2].physical_end() + 2048 * K, 12 * K)); // 1 MiB too far
+        runs.push(frag(runs[3].physical_end() + 3072 * K, 12 * K)); // too far, place taken
+        for (i, r) in runs.iter_mut().enumerate() {
+            r.logical = i as u64 * 12 * K;
+        }
+        let taken = runs[3].physical_end() + 1024 * K;
+        let owner = move |a: u64, b: u64| {
+            Some((a < taken + 12 * K && b > taken).then(|| "inode 12's data".to_string()))
+        };
+        let o = off_pieces(
+            &runs,
+            60 * K,
+            12 * K,
+            1024 * K,
+            &Surroundings {
+                geometry: Some(geo),
+                owner_of: &owner,
+            },
+        );
+        assert_eq!(o.exact_fragments, 1.0);
+        assert_eq!(o.exact_gaps, 0.25);
+        assert_eq!(o.count, 3);
+        let reasons: Vec<(usize, &str)> = o
+            .pieces
+            .iter()
+            .map(|p| (p.index, p.reason.as_str()))
+            .collect();
+        assert!(
+            reasons[0].1.starts_with("group boundary (block group 1"),
+            "{reasons:?}"
+        );
+        assert!(reasons[1].1.ends_with("free now)"), "{reasons:?}");
+        assert_eq!(reasons[2], (3, "wanted place holds inode 12's data"));
+        assert_eq!(o.by_reason["group boundary"], 1);
+        assert_eq!(o.pieces[0].got, (9 << 20) + 512 * K as i64);
+
+        // No geometry, nothing known about the place: the allocator's choice.
+        let none = |_: u64, _: u64| None;
+        let o = off_pieces(
+            &runs,
+            60 * K,
+            12 * K,
+            1024 * K,
+            &Surroundings {
+                geometry: None,
+                owner_of: &none,
+            },
+        );
+        assert_eq!(o.count, 3);
+        assert!(o
+            .pieces
+            .iter()
+            .all(|p| p.reason.starts_with("allocator") && p.reason.contains("no GETFSMAP")));
     }
 
     #[test]

@@ -73,9 +73,23 @@ impl FsUsage {
             .with_context(|| format!("{}: statfs failed", path.display()))?;
         // statfs counts in f_frsize units; block_size is FIGETBSZ, equal on ext4/xfs/btrfs.
         let bs = info.fragment_size;
+        let used = info.blocks.saturating_sub(info.blocks_free) * bs;
+        if info.magic == libc::BTRFS_SUPER_MAGIC as u64 {
+            // btrfs's f_blocks is the whole device, metadata (DUP: twice) included, and its
+            // f_bfree counts unallocated space metadata will also take; f_bavail is its own
+            // estimate of what data can still use. Planning on f_blocks overfills a small
+            // btrfs (512 MiB: 85% is 435 MiB, only 431 MiB can hold data) with ENOSPC.
+            let free = info.blocks_available * bs;
+            return Ok(FsUsage {
+                capacity: used + free,
+                used,
+                free,
+                block_size: info.block_size,
+            });
+        }
         Ok(FsUsage {
             capacity: info.blocks * bs,
-            used: (info.blocks - info.blocks_free) * bs,
+            used,
             free: info.blocks_free * bs,
             block_size: info.block_size,
         })

@@ -66,7 +66,13 @@ pub fn run(action: AgeAction) -> Result<i32> {
             Ok(0)
         }
         AgeAction::FragpickerSynthetic(a) => {
-            let r = age::fragpicker::synthetic(&a.dir, a.files, a.size, a.seed)?;
+            use crate::age::fragpicker::Fragmentor;
+            let fragmentor = match a.fragmentor {
+                crate::cli::FragmentorArg::Auto => Fragmentor::Auto,
+                crate::cli::FragmentorArg::On => Fragmentor::On,
+                crate::cli::FragmentorArg::Off => Fragmentor::Off,
+            };
+            let r = age::fragpicker::synthetic(&a.dir, a.files, a.size, a.seed, fragmentor)?;
             report::to_stdout(|w| match a.format {
                 InfoFormat::Json => report::write_json_pretty(w, &r),
                 InfoFormat::Table => out::fragpicker_synthetic(w, &r),

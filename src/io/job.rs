@@ -5,7 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
 use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -121,6 +121,58 @@ pub struct IterationResult {
     pub device: Option<DeviceDelta>,
 }
 
+/// Device I/O during a read job that the job cannot have caused: another process shares
+/// the device, and the device counters include its requests.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct ForeignIo {
+    /// Iterations in which the device did more than the job explains.
+    pub iterations: usize,
+    /// Bytes read beyond what the job can explain, summed over those iterations.
+    pub read_bytes: u64,
+    /// Bytes written (a read job writes nothing), summed over those iterations.
+    pub write_bytes: u64,
+}
+
+/// Metadata a reader may read itself on top of its data: inode, directory, superblock and
+/// tree roots (a fixed MiB), and per request at most one uncached mapping block (an extent
+/// or bmbt leaf, or a btrfs extent/checksum leaf: 16 KiB, btrfs's default node size and the
+/// largest of the three).
+const METADATA_SLACK_FIXED: u64 = 1 << 20;
+const METADATA_SLACK_PER_REQUEST: u64 = 16 << 10;
+/// Writes a read job may itself cause: a journal commit of its atime update (a descriptor,
+/// the inode's block and a commit block: a few KiB on ext4, a log record on xfs, a 16 KiB
+/// node path on btrfs); 1 MiB is far above any of them and far below another writer.
+const OWN_WRITE_SLACK: u64 = 1 << 20;
+
+/// Compare each iteration's device counters with what a read job can account for:
+/// O_DIRECT reads reach the device as issued (holes read nothing), buffered reads read each
+/// allocated page at most once per iteration (readahead included). `allocated` is the
+/// target's allocated bytes (st_blocks × 512, or the device size).
+pub fn foreign_io(
+    iterations: &[IterationResult],
+    direct: bool,
+    allocated: u64,
+) -> Option<ForeignIo> {
+    let mut f = ForeignIo::default();
+    for r in iterations {
+        let Some(d) = r.device else { continue };
+        let own_reads = if direct { r.bytes } else { allocated };
+        let slack = METADATA_SLACK_FIXED + r.requests * METADATA_SLACK_PER_REQUEST;
+        let extra_reads = d.read_bytes.saturating_sub(own_reads + slack);
+        let extra_writes = if d.write_bytes > OWN_WRITE_SLACK {
+            d.write_bytes
+        } else {
+            0
+        };
+        if extra_reads > 0 || extra_writes > 0 {
+            f.iterations += 1;
+            f.read_bytes += d.read_bytes.saturating_sub(own_reads);
+            f.write_bytes += extra_writes;
+        }
+    }
+    (f.iterations > 0).then_some(f)
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct JobResult {
     pub path: PathBuf,
@@ -138,6 +190,9 @@ pub struct JobResult {
     pub iterations: Vec<IterationResult>,
     pub mb_per_s: Summary,
     pub iops: Summary,
+    /// Read jobs: device I/O the job did not issue (other processes on the same device);
+    /// None when the counters match the job or the job is a write.
+    pub foreign_io: Option<ForeignIo>,
 }
 
 impl JobResult {
@@ -484,6 +539,18 @@ pub fn run_job_observed(
             iterations.push(r);
         }
     }
+    let allocated = if target.info.kind == "block_device" {
+        target.info.size
+    } else {
+        target
+            .file
+            .metadata()
+            .map_or(u64::MAX, |m| m.blocks() * 512)
+    };
+    let foreign_io = match spec.op {
+        Op::Read => foreign_io(&iterations, spec.direct, allocated),
+        Op::Write => None,
+    };
     let mut target_info = target.info;
     if spec.op == Op::Write {
         // A write job may have created or extended the file: report what it is now.
@@ -508,6 +575,7 @@ pub fn run_job_observed(
         iterations,
         mb_per_s: Summary::of(&mbs),
         iops: Summary::of(&iops),
+        foreign_io,
     })
 }
 

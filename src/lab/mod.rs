@@ -391,27 +391,30 @@ fn u(v: &Value, ptr: &str) -> u64 {
     v.pointer(ptr).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// Where the scratch images go: --scratch-dir, else RAM (/dev/shm) when it has room for
-/// every copy (loop devices on a disk file measure the host disk's layout too, which
-/// differs from copy to copy), else $TMPDIR. Returns (dir, made by us, in RAM).
+/// Where the scratch images go: --scratch-dir; else under $TMPDIR when it is set (the
+/// user chose it); else RAM (/dev/shm) when it has room for every copy (loop devices on a
+/// disk file measure the host disk's layout too, which differs from copy to copy); else
+/// /tmp. Returns (dir, made by us, in RAM).
 fn images_dir(spec: &LabSpec, copies: u64) -> Result<(PathBuf, bool, bool)> {
+    let is_tmpfs = |d: &Path| {
+        fs::File::open(d).is_ok_and(|f| {
+            crate::sys::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&f))
+                .is_ok_and(|i| i.type_name() == "tmpfs")
+        })
+    };
     if let Some(d) = &spec.scratch_dir {
         fs::create_dir_all(d)
             .with_context(|| format!("--scratch-dir {}: cannot create", d.display()))?;
-        let in_ram =
-            crate::sys::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&fs::File::open(d)?))
-                .is_ok_and(|i| i.type_name() == "tmpfs");
-        return Ok((d.canonicalize()?, false, in_ram));
+        return Ok((d.canonicalize()?, false, is_tmpfs(d)));
     }
     let shm = Path::new("/dev/shm");
     let room = nix::sys::statvfs::statvfs(shm)
         .map(|v| v.blocks_available() * v.fragment_size())
         .unwrap_or(0);
-    let (parent, in_ram) = if room >= copies * spec.size + (1 << 30) {
-        (shm.to_path_buf(), true)
-    } else {
-        (std::env::temp_dir(), false)
-    };
+    let tmpdir = std::env::var_os("TMPDIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let parent = images_parent(tmpdir, room, copies * spec.size + (1 << 30));
     let d = tempfile::Builder::new()
         .prefix("fragkit-lab-")
         .tempdir_in(&parent)
@@ -421,7 +424,17 @@ fn images_dir(spec: &LabSpec, copies: u64) -> Result<(PathBuf, bool, bool)> {
                 parent.display()
             )
         })?;
+    let in_ram = is_tmpfs(d.path());
     Ok((d.keep(), true, in_ram))
+}
+
+/// The parent directory of the images when --scratch-dir is not given (see images_dir).
+fn images_parent(tmpdir: Option<PathBuf>, shm_room: u64, needed: u64) -> PathBuf {
+    match tmpdir {
+        Some(t) => t,
+        None if shm_room >= needed => PathBuf::from("/dev/shm"),
+        None => PathBuf::from("/tmp"),
+    }
 }
 
 /// Refuse an output directory that holds something other than an earlier lab report.
@@ -472,7 +485,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     r.define("IMAGES", &images);
     if in_ram {
         notes.push(format!(
-            "The scratch images are in RAM ({}, tmpfs), so MB/s measures what each request costs the kernel and the loop device, not the seeks of this machine's disk; use --scratch-dir DIR to put them on a disk.",
+            "The scratch images are in RAM ({}, tmpfs), so MB/s measures what each request costs the kernel and the loop device, not the seeks of this machine's disk; use --scratch-dir DIR (or TMPDIR) to put them on a disk.",
             images.display()
         ));
     }
@@ -1209,4 +1222,24 @@ fn utc_now() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     crate::units::utc(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_follow_tmpdir_when_set_else_ram_when_it_fits() {
+        let t = Some(PathBuf::from("/var/tmp/x"));
+        assert_eq!(
+            images_parent(t.clone(), u64::MAX, 1),
+            PathBuf::from("/var/tmp/x")
+        );
+        assert_eq!(images_parent(t, 0, 1), PathBuf::from("/var/tmp/x"));
+        assert_eq!(
+            images_parent(None, 2 << 30, 1 << 30),
+            PathBuf::from("/dev/shm")
+        );
+        assert_eq!(images_parent(None, 1 << 30, 2 << 30), PathBuf::from("/tmp"));
+    }
 }

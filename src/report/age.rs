@@ -27,7 +27,33 @@ pub fn layout(w: &mut dyn Write, r: &crate::age::layout::LayoutReport) -> io::Re
         pct(r.size_fidelity),
         pct(r.distance_fidelity),
     )?;
-
+    let o = &r.off_pieces;
+    writeln!(
+        w,
+        "exact: {} of fragments F, {} of gaps D",
+        pct(o.exact_fragments),
+        pct(o.exact_gaps)
+    )?;
+    if o.count > 0 {
+        let why: Vec<String> = o
+            .by_reason
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        writeln!(w, "{} pieces off: {}", o.count, why.join(", "))?;
+        for p in o.pieces.iter().take(10) {
+            writeln!(
+                w,
+                "  fragment {} at {}: {} {} (wanted {}): {}",
+                p.index,
+                HumanBytes(p.logical),
+                p.what,
+                p.got,
+                p.wanted,
+                p.reason
+            )?;
+        }
+    }
     Ok(())
 }
 
@@ -130,8 +156,20 @@ pub fn fragpicker_synthetic(
             HumanBytes(f.frag_sizes.max)
         )?;
     }
-
-    Ok(())
+    let fr = &r.fragmentor;
+    match &fr.skipped {
+        Some(why) => writeln!(w, "fragmentor: not run ({why})")?,
+        None => writeln!(
+            w,
+            "fragmentor: {} pieces relocated in {:.1} s; {} fragments before, {} after",
+            fr.pieces_moved, fr.seconds, fr.fragments_before, r.fragments
+        )?,
+    }
+    writeln!(
+        w,
+        "achieved {:.0} fragments per file, expected {}",
+        r.achieved_fragments_per_file, r.expected_fragments_per_file
+    )
 }
 
 pub fn profile(w: &mut dyn Write, r: &crate::age::profile::ProfileReport) -> io::Result<()> {

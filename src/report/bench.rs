@@ -154,6 +154,17 @@ pub fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
             j.iterations.len(),
             if j.iterations.len() == 1 { "" } else { "s" }
         )?;
+        if let Some(f) = &j.foreign_io {
+            writeln!(
+                w,
+                "  warning: the device saw I/O this job did not issue in {} of {} iterations ({} read and {} written beyond its own): another process shares {}; the device counts above include its I/O",
+                f.iterations,
+                j.iterations.len(),
+                HumanBytes(f.read_bytes),
+                HumanBytes(f.write_bytes),
+                t.device.as_ref().map_or("the device", |d| d.name.as_str())
+            )?;
+        }
         if let Some(l) = &job.layout {
             let seen: Vec<String> = j
                 .iterations

@@ -308,10 +308,20 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
     let syn = &r.scratch.synthetic;
     let _ = writeln!(
         h,
-        "<dt>FragPicker synthetic</dt><dd>{} files grown round-robin in 4 KiB O_DIRECT appends (32 small + one 128 KiB per round, {} rounds): {} fragments in all</dd>",
+        "<dt>FragPicker synthetic</dt><dd>{} files grown round-robin in 4 KiB O_DIRECT appends (32 small + one 128 KiB per round, {} rounds): {} fragments in all; {:.0} per file achieved, {} expected from perfect interleaving{}</dd>",
         r.files,
         syn["rounds"].as_u64().unwrap_or(0),
-        syn["fragments"].as_u64().unwrap_or(0)
+        syn["fragments"].as_u64().unwrap_or(0),
+        syn["achieved_fragments_per_file"].as_f64().unwrap_or(0.0),
+        syn["expected_fragments_per_file"].as_u64().unwrap_or(0),
+        match syn.pointer("/fragmentor/ran").and_then(serde_json::Value::as_bool) {
+            Some(true) => format!(
+                " (after the fragmentor: {} pieces relocated with EXT4_IOC_MOVE_EXT, {} fragments before it)",
+                syn.pointer("/fragmentor/pieces_moved").and_then(serde_json::Value::as_u64).unwrap_or(0),
+                syn.pointer("/fragmentor/fragments_before").and_then(serde_json::Value::as_u64).unwrap_or(0)
+            ),
+            _ => String::new(),
+        }
     );
     if let Some(free) = &r.scratch.free_space {
         let bs = free["block_size"].as_u64().unwrap_or(4096);
@@ -378,6 +388,13 @@ fn reproduce_script(r: &LabReport) -> String {
         s,
         "OUT=${{OUT:-./fragkit-lab-repro}}; mkdir -p \"$OUT/maps\" \"$OUT/data\""
     );
+    if r.variables.contains_key("IMAGES") {
+        // The images' directory of this run may be gone; make a new one where the lab would.
+        let _ = writeln!(
+            s,
+            "IMAGES=${{IMAGES:-$(mktemp -d \"${{TMPDIR:-/tmp}}/fragkit-lab-XXXXXX\")}}"
+        );
+    }
     for step in &r.steps {
         let cmd = &step.command;
         let line = if step.name == "scratch create" {
@@ -444,6 +461,22 @@ pub fn write_summary(w: &mut dyn std::io::Write, r: &LabReport, out: &Path) -> s
             m.workload.mb_per_s
         )?;
     }
+    let syn = &r.scratch.synthetic;
+    writeln!(
+        w,
+        "synthetic files: {:.0} fragments per file achieved, {} expected{}",
+        syn["achieved_fragments_per_file"].as_f64().unwrap_or(0.0),
+        syn["expected_fragments_per_file"].as_u64().unwrap_or(0),
+        if syn
+            .pointer("/fragmentor/ran")
+            .and_then(serde_json::Value::as_bool)
+            == Some(true)
+        {
+            " (with the ext4 fragmentor)"
+        } else {
+            ""
+        }
+    )?;
     for v in verdicts(r) {
         writeln!(w, "{v}")?;
     }

@@ -52,6 +52,11 @@ pub fn write_summary(w: &mut dyn Write, s: &Summary, top: usize) -> io::Result<(
         w,
         "{} calls traced, {} dropped; fragmentation cost the traced accesses {} extra requests",
         s.events, s.dropped, extra
+    )?;
+    writeln!(
+        w,
+        "not traced (missing from these counts): {}",
+        s.not_traced
     )
 }
 

@@ -8,6 +8,11 @@
 //! pwritev2 on regular files. Not traced: io_uring, mmap page faults, sendfile,
 //! copy_file_range, splice, AIO (io_submit).
 
+/// What the tracer cannot see, said wherever its numbers are shown (`--help`, summaries):
+/// I/O through these paths never reaches the traced syscalls, so a profile undercounts it.
+pub const NOT_TRACED: &str =
+    "mmap page faults, io_uring, AIO (io_submit), sendfile, splice and copy_file_range";
+
 pub mod collect;
 pub mod loader;
 pub mod profile;

@@ -15,6 +15,8 @@ pub struct Summary {
     pub events: u64,
     pub dropped: u64,
     pub request_size: u64,
+    /// I/O paths the tracer does not see (mmap, io_uring, AIO, ...): missing from the counts.
+    pub not_traced: &'static str,
     /// Hottest first.
     pub ranges: Vec<SummaryRange>,
 }
@@ -77,6 +79,7 @@ pub fn summarize(p: &Profile, request_size: u64) -> Summary {
         events: p.events,
         dropped: p.dropped,
         request_size,
+        not_traced: super::NOT_TRACED,
         ranges,
     }
 }

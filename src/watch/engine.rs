@@ -32,8 +32,26 @@ pub struct Config {
     pub ignore: Vec<PathBuf>,
 }
 
-/// A file met by a walk: path, dev, inode, summary, runs for the live map.
-type Found = (PathBuf, u64, u64, FileSummary, Option<Vec<(u64, u64)>>);
+/// A file met by a walk: path, dev, inode, summary, runs for the live map, and whether
+/// parts of it still wait for delayed allocation.
+type Found = (
+    PathBuf,
+    u64,
+    u64,
+    FileSummary,
+    Option<Vec<(u64, u64)>>,
+    bool,
+);
+
+/// Data still in the page cache without blocks (delayed allocation): FIEMAP shows no place
+/// for it yet, and writeback will place it without any event the watch could hear.
+fn awaits_allocation(layout: &FileLayout) -> bool {
+    use crate::layout::model::ExtentFlags;
+    layout
+        .extents
+        .iter()
+        .any(|e| e.flags.contains(ExtentFlags::DELALLOC) || e.flags.contains(ExtentFlags::UNKNOWN))
+}
 
 /// One file's placement for the live map: (physical byte, length) per fragment.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -74,6 +92,10 @@ pub struct Engine {
     last_full: Instant,
     overflowed: bool,
     changes: Vec<Change>,
+    /// Files whose last map had delayed-allocation extents: mapped again every tick until
+    /// writeback has placed them (`sync`, or the kernel's ~30 s dirty expiry), as writeback
+    /// raises no event.
+    pending: HashSet<PathBuf>,
     /// File records changed (mapped differently, created, renamed, deleted) since the
     /// current tick began; the start-up scan counts before the first tick.
     pub changed: u64,
@@ -146,6 +168,7 @@ impl Engine {
             last_full: Instant::now(),
             overflowed: false,
             changes: Vec::new(),
+            pending: HashSet::new(),
             changed: 0,
             fs_bytes,
         }
@@ -383,7 +406,8 @@ impl Engine {
                     };
                     let keep = counter.fetch_add(1, Ordering::Relaxed) < MAP_FILES;
                     let runs = keep.then(|| runs_of(&f.layout));
-                    let _ = tx.send((f.path, f.dev, f.ino, s, runs));
+                    let waiting = awaits_allocation(&f.layout);
+                    let _ = tx.send((f.path, f.dev, f.ino, s, runs, waiting));
                 };
                 walk::walk(
                     &roots,
@@ -392,7 +416,7 @@ impl Engine {
                     &visit,
                 );
             });
-            for (path, dev, ino, s, runs) in rx {
+            for (path, dev, ino, s, runs, waiting) in rx {
                 since_pump += 1;
                 if since_pump >= 1024 {
                     since_pump = 0;
@@ -406,6 +430,9 @@ impl Engine {
                 *mapped += 1;
                 if !self.wanted(&path) {
                     continue;
+                }
+                if waiting {
+                    self.pending.insert(path.clone());
                 }
                 match self.update(&path, dev, ino, s, t) {
                     Ok(true) => {
@@ -467,6 +494,8 @@ impl Engine {
             }
         }
         self.changes = changes;
+        // Files that were waiting for writeback: look again (a gone one is removed below).
+        dirty.extend(self.pending.drain());
         let full = self.overflowed
             || self
                 .cfg
@@ -492,6 +521,9 @@ impl Engine {
                     Ok(m) if m.is_file() => match walk::map_path(&p, false) {
                         Ok(f) => {
                             mapped += 1;
+                            if awaits_allocation(&f.layout) {
+                                self.pending.insert(p.clone());
+                            }
                             let s = summarize(&f.layout, self.cfg.request_size);
                             if self.update(&p, m.dev(), m.ino(), s, t)? {
                                 changed += 1;

@@ -24,6 +24,31 @@ struct MoveExtent {
 const EXT4_IOC_MOVE_EXT: libc::c_ulong =
     nix::request_code_readwrite!(b'f', 15, std::mem::size_of::<MoveExtent>()) as libc::c_ulong;
 
+/// One EXT4_IOC_MOVE_EXT call: exchange `len` blocks of `orig` from block `orig_start`
+/// with the donor's from `donor_start` (the kernel copies the data into the donor's blocks
+/// first). Returns the blocks moved, which may be fewer than asked.
+pub fn move_ext(
+    orig: &std::fs::File,
+    donor: &std::fs::File,
+    orig_start: u64,
+    donor_start: u64,
+    len: u64,
+) -> std::io::Result<u64> {
+    let mut me = MoveExtent {
+        donor_fd: donor.as_raw_fd() as u32,
+        orig_start,
+        donor_start,
+        len,
+        ..Default::default()
+    };
+    // SAFETY: valid struct move_extent for the ioctl.
+    let rc = unsafe { libc::ioctl(orig.as_raw_fd(), EXT4_IOC_MOVE_EXT as _, &mut me) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(me.moved_len)
+}
+
 pub struct MoveExt;
 
 impl Migrator for MoveExt {
@@ -41,29 +66,18 @@ impl Migrator for MoveExt {
         let mut done = 0u64;
         let blocks = length / bs;
         while done < blocks {
-            let mut me = MoveExtent {
-                donor_fd: donor.as_raw_fd() as u32,
-                orig_start: offset / bs + done,
-                donor_start: offset / bs + done,
-                len: blocks - done,
-                ..Default::default()
-            };
-            // SAFETY: valid struct move_extent for the ioctl.
-            let rc = unsafe { libc::ioctl(t.file.as_raw_fd(), EXT4_IOC_MOVE_EXT as _, &mut me) };
-            if rc < 0 {
-                let e = std::io::Error::last_os_error();
-                if done > 0 {
-                    bail!("EXT4_IOC_MOVE_EXT stopped after {done} of {blocks} blocks: {e}");
+            let at = offset / bs + done;
+            let moved = match move_ext(t.file, &donor, at, at, blocks - done) {
+                Ok(n) => n,
+                Err(e) if done > 0 => {
+                    bail!("EXT4_IOC_MOVE_EXT stopped after {done} of {blocks} blocks: {e}")
                 }
-                return Err(e.into());
+                Err(e) => return Err(e.into()),
+            };
+            if moved == 0 {
+                bail!("EXT4_IOC_MOVE_EXT moved nothing at block {at}");
             }
-            if me.moved_len == 0 {
-                bail!(
-                    "EXT4_IOC_MOVE_EXT moved nothing at block {}",
-                    offset / bs + done
-                );
-            }
-            done += me.moved_len;
+            done += moved;
         }
         // Closing the donor frees the old, fragmented blocks it now holds.
         drop(donor);
