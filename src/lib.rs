@@ -17,6 +17,7 @@ pub mod report;
 pub mod scan;
 pub mod scratch;
 pub mod serve;
+pub mod ssd;
 pub mod store;
 pub mod trace;
 pub mod units;

@@ -8,4 +8,5 @@ pub mod lab;
 pub mod probe;
 pub mod progress;
 pub mod scan;
+pub mod ssd;
 pub mod watch;
