@@ -698,6 +698,11 @@ pub struct TraceArgs {
     /// Ranges the summary lists
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
+    /// Record block requests on this whole block device instead of file calls (for
+    /// `fragkit ssd`): time, sector, bytes, op; with --mount, each data request's file
+    /// inode and offset from the file system's final layout. Needs -o
+    #[arg(long, value_name = "DEV", requires = "output")]
+    pub block: Option<PathBuf>,
     /// Command to launch and trace (with its children), after `--`
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

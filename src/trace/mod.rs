@@ -8,6 +8,7 @@
 //! pwritev2 on regular files. Not traced: io_uring, mmap page faults, sendfile,
 //! copy_file_range, splice, AIO (io_submit).
 
+pub mod block;
 pub mod collect;
 pub mod loader;
 pub mod profile;
