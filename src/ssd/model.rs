@@ -79,12 +79,37 @@ impl PageMap {
         Some(idx)
     }
 
-    /// 0 = unmapped; else the packed physical unit + 1.
-    #[inline]
-    fn get(&mut self, lpn: u64) -> u64 {
-        match self.chunk(lpn / CHUNK as u64, false) {
-            Some(i) => self.chunks[i as usize][(lpn % CHUNK as u64) as usize],
-            None => 0,
+    /// Append the entries of `lpn..end` to `out` (0 where unmapped), a chunk at a time.
+    fn get_range(&mut self, mut lpn: u64, end: u64, out: &mut Vec<u64>) {
+        while lpn < end {
+            let key = lpn / CHUNK as u64;
+            let stop = ((key + 1) * CHUNK as u64).min(end);
+            match self.chunk(key, false) {
+                Some(i) => {
+                    let c = &self.chunks[i as usize];
+                    out.extend_from_slice(
+                        &c[(lpn % CHUNK as u64) as usize..=((stop - 1) % CHUNK as u64) as usize],
+                    );
+                }
+                None => out.extend(std::iter::repeat_n(0, (stop - lpn) as usize)),
+            }
+            lpn = stop;
+        }
+    }
+
+    /// Map `lpn..lpn + values.len()` to `values` (all non-zero), a chunk at a time.
+    fn set_range(&mut self, mut lpn: u64, mut values: &[u64]) {
+        while !values.is_empty() {
+            let key = lpn / CHUNK as u64;
+            let at = (lpn % CHUNK as u64) as usize;
+            let n = (CHUNK - at).min(values.len());
+            let i = self.chunk(key, true).expect("created") as usize;
+            let slots = &mut self.chunks[i][at..at + n];
+            let fresh = slots.iter().filter(|&&v| v == 0).count() as u64;
+            slots.copy_from_slice(&values[..n]);
+            self.mapped += fresh;
+            values = &values[n..];
+            lpn += n as u64;
         }
     }
 
@@ -256,6 +281,8 @@ pub struct Ssd {
     /// Per die: pages of the current read request; and the dies it touched.
     pages_on: Vec<u32>,
     touched: Vec<u32>,
+    /// Reused buffer of map entries.
+    scratch: Vec<u64>,
     r: Report,
 }
 
@@ -290,6 +317,7 @@ impl Ssd {
             seq: 0,
             pages_on: vec![0; dies as usize],
             touched: Vec::new(),
+            scratch: Vec::new(),
             r: Report {
                 model: p.name.clone(),
                 placement,
@@ -396,8 +424,10 @@ impl Ssd {
             let mut cmd_done = stime;
             // Consecutive units in one flash page are one NAND read (conv_read).
             let mut group: Option<(u32, u64, u64)> = None;
-            for lpn in u..cmd_end {
-                let v = self.map.get(lpn);
+            let mut found = std::mem::take(&mut self.scratch);
+            found.clear();
+            self.map.get_range(u, cmd_end, &mut found);
+            for &v in &found {
                 if v == 0 {
                     self.r.unmapped_read_bytes += MAP_UNIT;
                     continue;
@@ -417,6 +447,7 @@ impl Ssd {
             if let Some((d, _, n)) = group {
                 cmd_done = cmd_done.max(self.nand_read(d, stime, n * MAP_UNIT));
             }
+            self.scratch = found;
             self.inflight.push(Reverse(cmd_done));
             done = done.max(cmd_done);
             u = cmd_end;
@@ -490,6 +521,9 @@ impl Ssd {
         let (_, acked) = self
             .host
             .reserve(t, Params::xfer_ns(r.bytes, self.p.host_mb_s));
+        // Out of place: an overwritten unit's old page just becomes invalid (no GC).
+        let mut placed = std::mem::take(&mut self.scratch);
+        placed.clear();
         for lpn in first..end {
             let (die, local) = match (self.placement, r.inode, r.offset) {
                 (Placement::Approach, Some(ino), Some(off)) => {
@@ -498,13 +532,13 @@ impl Ssd {
                 }
                 _ => self.alloc_in_order(),
             };
-            let old = self.map.get(lpn);
-            let _ = old; // out-of-place: the old unit just becomes invalid (no GC modelled)
-            self.map.set(lpn, pack(die, local));
+            placed.push(pack(die, local));
             if (local + 1) % self.units_per_page == 0 {
                 self.program(die, acked);
             }
         }
+        self.map.set_range(first, &placed);
+        self.scratch = placed;
         self.inflight.push(Reverse(acked));
         acked
     }
