@@ -91,7 +91,7 @@ impl PageMap {
                         &c[(lpn % CHUNK as u64) as usize..=((stop - 1) % CHUNK as u64) as usize],
                     );
                 }
-                None => out.extend(std::iter::repeat_n(0, (stop - lpn) as usize)),
+                None => out.resize(out.len() + (stop - lpn) as usize, 0),
             }
             lpn = stop;
         }
