@@ -5,7 +5,7 @@
 mod common;
 
 use common::{fragkit, fragkit_json, scratch};
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 
 #[test]
 fn block_trace_records_the_workload_and_replays_deterministically() {

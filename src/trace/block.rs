@@ -16,8 +16,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
-use super::loader::{check_prerequisites, kernel_dev, Stop};
+use super::loader::{check_prerequisites, Stop};
 use crate::ssd::trace::{BlockTrace, Op, Request};
+use crate::sys::dev::kernel_dev;
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/blockio.skel.rs"));
