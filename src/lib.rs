@@ -17,6 +17,7 @@ pub mod report;
 pub mod scan;
 pub mod scratch;
 pub mod ssd;
+pub mod stats;
 pub mod sys;
 pub mod trace;
 pub mod units;

@@ -4,7 +4,7 @@
 pub mod dof;
 pub mod paf_matrix;
 pub mod probe;
-pub mod stats;
+
 pub mod sweep;
 
 use serde::Serialize;
