@@ -1,22 +1,28 @@
-//! Compiles the eBPF program src/trace/bpf/fileio.bpf.c with clang and generates its
-//! libbpf-rs skeleton into OUT_DIR (included by src/trace/loader.rs).
+//! Compiles the eBPF programs in src/trace/bpf/ with clang and generates their libbpf-rs
+//! skeletons into OUT_DIR (included by src/trace/loader.rs and src/trace/block.rs).
 
 use std::env;
 use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const SRC: &str = "src/trace/bpf/fileio.bpf.c";
+/// (source, skeleton file): the file-I/O tracer and the block-request tracer.
+const PROGRAMS: [(&str, &str); 2] = [
+    ("src/trace/bpf/fileio.bpf.c", "fileio.skel.rs"),
+    ("src/trace/bpf/blockio.bpf.c", "blockio.skel.rs"),
+];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
-    SkeletonBuilder::new()
-        .source(SRC)
-        .clang_args(["-O2", "-g", "-Wall", "-Isrc/trace/bpf"])
-        .build_and_generate(out.join("fileio.skel.rs"))
-        .unwrap_or_else(|e| {
-            panic!("building {SRC} (needs clang; run scripts/install-deps): {e:#}")
-        });
-    println!("cargo:rerun-if-changed={SRC}");
+    for (src, skel) in PROGRAMS {
+        SkeletonBuilder::new()
+            .source(src)
+            .clang_args(["-O2", "-g", "-Wall", "-Isrc/trace/bpf"])
+            .build_and_generate(out.join(skel))
+            .unwrap_or_else(|e| {
+                panic!("building {src} (needs clang; run scripts/install-deps): {e:#}")
+            });
+        println!("cargo:rerun-if-changed={src}");
+    }
     println!("cargo:rerun-if-changed=src/trace/bpf/kernel.h");
 }

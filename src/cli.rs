@@ -52,6 +52,9 @@ pub enum Command {
         #[command(subcommand)]
         action: AgeAction,
     },
+    /// Replay a recorded block trace (`trace --block`) on a modeled SSD: dies, channels,
+    /// an FTL placing writes in write order; modeled read MB/s and die collisions
+    Ssd(SsdArgs),
     /// Watch directories live: history in SQLite, Prometheus /metrics and a live page
     Watch(WatchArgs),
     /// The whole story on a scratch file system: fragment, scan, map, bench, trace, defrag
@@ -700,9 +703,37 @@ pub struct TraceArgs {
     /// Ranges the summary lists
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
+    /// Record block requests on this whole block device instead of file calls (for
+    /// `fragkit ssd`): time, sector, bytes, op; with --mount, each data request's file
+    /// inode and offset from the file system's final layout. Needs -o
+    #[arg(long, value_name = "DEV", requires = "output")]
+    pub block: Option<PathBuf>,
     /// Command to launch and trace (with its children), after `--`
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SsdArgs {
+    /// Block trace written by `fragkit trace --block DEV -o FILE`
+    #[arg(value_name = "TRACE", required_unless_present = "presets")]
+    pub trace: Option<PathBuf>,
+    /// Device: fast24, nvme-a, nvme-b, sata-a, sata-b, or g,S as measured by
+    /// `fragkit probe alignment` (e.g. 32K,1M)
+    #[arg(long, short = 'm', value_name = "PRESET|g,S", default_value = "fast24")]
+    pub model: String,
+    /// FAST'24's host-assisted placement: a write's die follows its file offset
+    #[arg(long)]
+    pub approach: bool,
+    /// Device commands in flight at most (default: the preset's)
+    #[arg(long, value_name = "N", value_parser = queue_depth)]
+    pub queue_depth: Option<u32>,
+    /// List the presets with every parameter and exit
+    #[arg(long)]
+    pub presets: bool,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
 }
 
 #[derive(Subcommand, Debug)]

@@ -16,6 +16,7 @@ pub mod render;
 pub mod report;
 pub mod scan;
 pub mod scratch;
+pub mod ssd;
 pub mod stats;
 pub mod sys;
 pub mod trace;

@@ -10,6 +10,7 @@ pub mod map;
 pub mod probe;
 pub mod scan;
 pub mod scratch;
+pub mod ssd;
 pub mod trace;
 pub mod watch;
 
@@ -26,6 +27,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Map(args) => map::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Age { action } => age::run(action),
+        Command::Ssd(args) => ssd::run(args),
         Command::Watch(args) => watch::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Completions { shell } => doc::completions(shell),

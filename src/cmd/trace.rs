@@ -31,6 +31,10 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         c
     });
 
+    if let Some(dev) = &args.block {
+        return run_block(dev, &args, command.as_mut());
+    }
+
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
     if !io::stderr().is_terminal() || command.is_some() {
         // A launched command owns the terminal; don't draw over its output.
@@ -89,6 +93,61 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     out::write_end(&mut io::stderr(), &stats, &profile, args.output.as_deref())?;
     written?;
     Ok(match stats.command_status {
+        Some(s) => {
+            use std::os::unix::process::ExitStatusExt;
+            s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+        }
+        None => 0,
+    })
+}
+
+/// `trace --block DEV -o FILE [--mount M] [-- CMD]`: the block trace `fragkit ssd` replays.
+fn run_block(
+    dev: &std::path::Path,
+    args: &TraceArgs,
+    command: Option<&mut Command>,
+) -> Result<i32> {
+    if !args.pid.is_empty() || args.comm.is_some() || args.cgroup.is_some() || args.summary {
+        bail!("--block records every request on the device: --pid, --comm, --cgroup and --summary do not apply");
+    }
+    let out = args.output.as_ref().expect("clap requires -o with --block");
+    let launching = command.is_some();
+    let announce = || {
+        if !launching {
+            eprintln!("fragkit: tracing; stop with Ctrl-C or SIGTERM");
+        }
+    };
+    let stop = Stop {
+        signalled: loader::stop_on_signals(),
+        duration: args.duration.map(Duration::from_secs_f64),
+        on_attached: &announce,
+    };
+    let mut rec = crate::trace::block::record(dev, command, &stop)?;
+    let resolved = match &args.mount {
+        Some(m) => Some(crate::trace::block::resolve_owners(&mut rec.trace, m)?),
+        None => None,
+    };
+    std::fs::write(out, rec.trace.to_json() + "\n")
+        .map_err(|e| anyhow::anyhow!("writing the block trace to {}: {e}", out.display()))?;
+    eprintln!(
+        "fragkit: {} block requests on {} ({} dropped, {} completions without an issue){}; trace in {}",
+        rec.trace.requests.len(),
+        rec.trace.device,
+        rec.trace.dropped,
+        rec.unmatched_completions,
+        match resolved {
+            Some(n) => format!("; {n} resolved to a file"),
+            None => String::new(),
+        },
+        out.display()
+    );
+    if rec.trace.dropped > 0 {
+        eprintln!(
+            "fragkit: {} events dropped (ring buffer full): the trace is incomplete",
+            rec.trace.dropped
+        );
+    }
+    Ok(match rec.status {
         Some(s) => {
             use std::os::unix::process::ExitStatusExt;
             s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))

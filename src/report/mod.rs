@@ -12,6 +12,7 @@ pub mod probe;
 pub mod progress;
 pub mod scan;
 pub mod scratch;
+pub mod ssd;
 pub mod trace;
 pub mod watch;
 

@@ -13,6 +13,7 @@
 pub const NOT_TRACED: &str =
     "mmap page faults, io_uring, AIO (io_submit), sendfile, splice and copy_file_range";
 
+pub mod block;
 pub mod collect;
 pub mod loader;
 pub mod profile;
