@@ -283,6 +283,9 @@ pub enum BenchAction {
     Dof(BenchDofArgs),
     /// Seagate's capacity × fragmentation × transfer-size O_DIRECT matrix on PaF structures (resumable)
     Paf(BenchPafArgs),
+    /// IOR's bandwidth method as MPI ranks (mpirun/srun): write then read per transfer size,
+    /// timed from the first open to the last close, reads from another rank's file
+    Ior(BenchIorArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -459,6 +462,44 @@ pub struct BenchDofArgs {
     /// Write a PNG plot of MB/s and requests against DoF
     #[arg(long, value_name = "PNG")]
     pub plot: Option<PathBuf>,
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchIorArgs {
+    /// Directory for the test files (IOR -o), on the file system to measure
+    pub dir: PathBuf,
+    /// Transfer sizes, one request each (IOR -t): a list or range
+    #[arg(long, default_value = "1M", value_parser = value_list)]
+    pub xfer: ValueList,
+    /// Bytes each rank writes and reads per iteration (IOR -b)
+    #[arg(long, default_value = "64M", value_parser = units::parse_nonzero_size)]
+    pub block: u64,
+    /// O_DIRECT (IOR -B, --posix.odirect)
+    #[arg(long)]
+    pub direct: bool,
+    /// Write phase (IOR -w); with neither --write nor --read both run
+    #[arg(long)]
+    pub write: bool,
+    /// Read phase (IOR -r)
+    #[arg(long)]
+    pub read: bool,
+    /// Repetitions per transfer size (IOR -i)
+    #[arg(long, default_value_t = 5)]
+    pub iterations: u32,
+    /// One file per rank (IOR -F)
+    #[arg(long, conflicts_with = "shared_file")]
+    pub file_per_process: bool,
+    /// One file for all ranks, rank r's block at r × --block (IOR's default)
+    #[arg(long)]
+    pub shared_file: bool,
+    /// Read back one's own data (IOR without -C)
+    #[arg(long)]
+    pub no_reorder: bool,
+    /// Keep the files after the last iteration (IOR -k)
+    #[arg(long)]
+    pub keep: bool,
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
 }

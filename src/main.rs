@@ -28,7 +28,14 @@ fn main() {
     match fragkit::cmd::dispatch(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("fragkit: {e:#}");
+            // Ranks other than 0 whose peer failed stay quiet: the failing rank and rank 0
+            // have said it.
+            let quiet = e
+                .downcast_ref::<fragkit::cluster::PeerFailed>()
+                .is_some_and(|p| p.quiet);
+            if !quiet {
+                eprintln!("fragkit: {e:#}");
+            }
             std::process::exit(2);
         }
     }

@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{
-    BenchAction, BenchDofArgs, BenchFormat, BenchIoArgs, BenchPafArgs, BenchPattern,
+    BenchAction, BenchDofArgs, BenchFormat, BenchIoArgs, BenchIorArgs, BenchPafArgs, BenchPattern,
     BenchSweepArgs, BenchWritesArgs, EngineArg,
 };
 use crate::io::{self as engine_io, BlockDevice, EngineKind, JobSpec, Op, Pattern};
@@ -23,6 +23,11 @@ pub fn run(action: BenchAction) -> Result<i32> {
         BenchAction::Sweep(a) => run_sweep(a),
         BenchAction::Dof(a) => run_dof(a),
         BenchAction::Paf(a) => run_paf(a),
+        BenchAction::Ior(a) => {
+            let cluster = crate::cluster::Cluster::init()?;
+            let r = run_ior(a, &cluster);
+            cluster.finish(r)
+        }
     }
 }
 
@@ -292,5 +297,35 @@ fn run_paf(a: BenchPafArgs) -> Result<i32> {
     for p in plots {
         eprintln!("heat map written to {}", p.display());
     }
+    Ok(0)
+}
+
+fn run_ior(a: BenchIorArgs, cluster: &crate::cluster::Cluster) -> Result<i32> {
+    use crate::bench::ior::{self, IorLayout, IorSpec};
+    let both = !a.write && !a.read;
+    let spec = IorSpec {
+        dir: a.dir,
+        xfers: a.xfer.0,
+        block: a.block,
+        direct: a.direct,
+        write: a.write || both,
+        read: a.read || both,
+        iterations: a.iterations,
+        layout: if a.file_per_process {
+            IorLayout::FilePerProcess
+        } else {
+            IorLayout::SharedFile
+        },
+        reorder: !a.no_reorder,
+        keep: a.keep,
+    };
+    let Some(report) = ior::run(&spec, cluster)? else {
+        return Ok(0);
+    };
+    write_output(|w| match a.format {
+        BenchFormat::Table => crate::report::ior::table(w, &report),
+        BenchFormat::Json => crate::report::ior::json(w, &report),
+        BenchFormat::Csv => crate::report::ior::csv(w, &report),
+    })?;
     Ok(0)
 }

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bench_runs;
 pub mod filefrag;
 pub mod free;
+pub mod ior;
 pub mod lab;
 pub mod probe;
 pub mod progress;
