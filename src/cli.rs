@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::age::hypothetical::{HypotheticalMode, HypotheticalPattern};
+use crate::scratch::FsType;
 use crate::units;
 
 #[derive(Parser, Debug)]
@@ -131,14 +133,6 @@ pub struct ScanArgs {
     /// Worker threads [default: number of CPUs]
     #[arg(long, short = 'j', value_name = "N")]
     pub threads: Option<usize>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FsType {
-    Ext4,
-    Xfs,
-    Btrfs,
-    F2fs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -794,22 +788,6 @@ pub struct AgeFragpickerArgs {
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
     pub format: InfoFormat,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum HypotheticalMode {
-    Append,
-    Overwrite,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum HypotheticalPattern {
-    /// Dummy of S-G after each chunk: every chunk lands on the same die
-    Worst,
-    /// Dummy of a random multiple of G (1..32)
-    Random,
-    /// Dummy of S: chunks stay die-aligned
-    Aligned,
 }
 
 #[derive(Args, Debug)]

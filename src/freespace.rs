@@ -11,9 +11,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::layout::fsinfo::{self, FsInfo};
-use crate::layout::fsmap::{self, FsmapRecord, Owner};
-use crate::layout::superblock::{self, GroupGeometry};
+use crate::sys::fsinfo::{self, FsInfo};
+use crate::sys::fsmap::{self, FsmapRecord, Owner};
+use crate::sys::superblock::{self, GroupGeometry};
 
 /// One power-of-two bucket: free extents of [min_blocks, max_blocks] blocks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -209,7 +209,7 @@ pub enum FreeSpaceView {
     /// btrfs: chunk usage only (no GETFSMAP).
     Btrfs {
         info: FsInfo,
-        spaces: Vec<crate::layout::btrfs_space::SpaceInfo>,
+        spaces: Vec<crate::sys::btrfs_space::SpaceInfo>,
     },
 }
 
@@ -238,7 +238,7 @@ pub fn data_device_map(
             anyhow::anyhow!("{}: reading the superblock: {e}", devpath.display())
         }
     })?;
-    let data_dev = fsmap::encode_dev(dev);
+    let data_dev = crate::sys::dev::encode_dev(dev);
     let (start, end) = range.unwrap_or((0, u64::MAX));
     let records = fsmap::read_fsmap(f.as_fd(), Some(data_dev), start, end)
         .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
@@ -263,7 +263,7 @@ pub fn free_space(mountpoint: &Path) -> Result<FreeSpaceView> {
     let f = std::fs::File::open(mountpoint).with_context(|| format!("{shown}"))?;
     let info = FsInfo::of_fd(f.as_fd()).with_context(|| format!("{shown}: statfs"))?;
     if info.magic == fsinfo::BTRFS_MAGIC {
-        let spaces = crate::layout::btrfs_space::space_info(f.as_fd())
+        let spaces = crate::sys::btrfs_space::space_info(f.as_fd())
             .with_context(|| format!("{shown}: BTRFS_IOC_SPACE_INFO"))?;
         return Ok(FreeSpaceView::Btrfs { info, spaces });
     }

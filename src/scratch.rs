@@ -6,7 +6,6 @@
 
 use std::fs;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,9 +13,19 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::FsType;
+use crate::sys::freeze::Frozen;
+use crate::sys::mountinfo;
 
 const MARKER: &str = "fragkit-scratch.json";
+
+/// The file systems fragkit builds scratch images of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FsType {
+    Ext4,
+    Xfs,
+    Btrfs,
+    F2fs,
+}
 
 impl FsType {
     pub fn name(self) -> &'static str {
@@ -204,7 +213,8 @@ impl Scratch {
             .map_err(|_| anyhow!("{}: unknown file system in marker", self.info.fs))?;
         let mut guard = Scratch::begin(fs, self.info.size, dir.as_deref())?;
         {
-            let _frozen = Frozen::freeze(&self.info.mountpoint)?;
+            let _frozen = Frozen::freeze(&self.info.mountpoint)
+                .map_err(|e| anyhow!("{}: cannot freeze: {e}", self.info.mountpoint.display()))?;
             // --sparse=always: only the blocks the file system wrote are copied.
             run(Command::new("cp")
                 .args(["--sparse=always", "--reflink=auto"])
@@ -394,38 +404,6 @@ fn mount_fs(dev: &Path, mountpoint: &Path, fs: FsType, options: Option<&str>) ->
     })
 }
 
-// include/uapi/linux/fs.h
-nix::ioctl_readwrite!(fifreeze, b'X', 119, libc::c_int);
-nix::ioctl_readwrite!(fithaw, b'X', 120, libc::c_int);
-
-/// A frozen file system (all dirty data and metadata on the device, writes blocked);
-/// thawed when dropped, so an error while frozen cannot leave it stuck.
-struct Frozen {
-    dir: fs::File,
-}
-
-impl Frozen {
-    fn freeze(mountpoint: &Path) -> Result<Frozen> {
-        let dir = fs::File::open(mountpoint)
-            .with_context(|| format!("{}: cannot open", mountpoint.display()))?;
-        let mut arg: libc::c_int = 0;
-        // SAFETY: FIFREEZE takes no meaningful argument; the fd is an open directory.
-        unsafe { fifreeze(dir.as_raw_fd(), &mut arg) }
-            .map_err(|e| anyhow!("{}: cannot freeze: {e}", mountpoint.display()))?;
-        Ok(Frozen { dir })
-    }
-}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        let mut arg: libc::c_int = 0;
-        // SAFETY: as for FIFREEZE.
-        if let Err(e) = unsafe { fithaw(self.dir.as_raw_fd(), &mut arg) } {
-            eprintln!("fragkit: thawing a scratch file system failed: {e}");
-        }
-    }
-}
-
 fn write_marker(info: &ScratchInfo) -> Result<()> {
     let path = info.dir.join(MARKER);
     fs::write(&path, serde_json::to_string_pretty(info)? + "\n")
@@ -439,38 +417,9 @@ pub fn loop_backing_file(dev: &Path) -> Option<PathBuf> {
     Some(PathBuf::from(text.trim_end_matches('\n')))
 }
 
-fn is_mounted(mp: &Path) -> bool {
-    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    let want = mp.to_string_lossy();
-    text.lines()
-        .any(|l| l.split(' ').nth(4).map(unescape_mountinfo).as_deref() == Some(&*want))
-}
-
-pub fn unescape_mountinfo(s: &str) -> String {
-    // mountinfo escapes space, tab, newline and backslash as \ooo octal.
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() {
-            let octal = std::str::from_utf8(&b[i + 1..i + 4]).ok();
-            if let Some(v) = octal.and_then(|t| u8::from_str_radix(t, 8).ok()) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 fn teardown(info: &ScratchInfo) -> Result<()> {
     let mut problems = Vec::new();
-    if is_mounted(&info.mountpoint) {
+    if mountinfo::is_mount_point(&info.mountpoint) {
         // A busy mount (a shell cd'ed into it) gets a few tries before a lazy detach.
         let mut done = false;
         for _ in 0..20 {
@@ -509,17 +458,14 @@ fn teardown(info: &ScratchInfo) -> Result<()> {
 
 /// Scratch file systems made by fragkit that are mounted now.
 pub fn list_mounted() -> Vec<ScratchInfo> {
-    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else {
+    let Ok(mounts) = mountinfo::read() else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for line in text.lines() {
-        if let Some(mp) = line.split(' ').nth(4).map(unescape_mountinfo) {
-            let mp = PathBuf::from(mp);
-            if mp.file_name().is_some_and(|n| n == "mnt") {
-                if let Ok(s) = Scratch::open_existing(&mp) {
-                    out.push(s.info.clone());
-                }
+    for m in mounts {
+        if m.mountpoint.file_name().is_some_and(|n| n == "mnt") {
+            if let Ok(s) = Scratch::open_existing(&m.mountpoint) {
+                out.push(s.info.clone());
             }
         }
     }

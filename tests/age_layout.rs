@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use fragkit::age::layout::{build, LayoutSpec, Technique};
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 
 const K: u64 = 1024;
 

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use fragkit::age::paf::{run, PafOptions, PafSpec};
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 
 fn listing(root: &std::path::Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();

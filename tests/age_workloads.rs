@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use fragkit::age::hypothetical::{build, HypotheticalMode, HypotheticalPattern, HypotheticalSpec};
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 use fragkit::scratch::{Scratch, ScratchSpec};
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 
 fn bench_json(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["bench"];

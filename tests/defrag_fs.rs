@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 use fragkit::scratch::Scratch;
 use serde_json::Value;
 

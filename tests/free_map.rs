@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 use serde_json::Value;
 
 /// Many small files, every other one deleted: free space in many small pieces.

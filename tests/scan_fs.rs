@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 use serde_json::Value;
 
 /// Files with known kinds of layout: contiguous, interleaved, punched and re-fallocated,

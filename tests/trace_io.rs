@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 use serde_json::Value;
 
 const G: u64 = 1 << 30;

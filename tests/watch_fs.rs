@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 
 /// Once in a test file: parse the Prometheus text format strictly enough to catch breakage.
 fn check_prometheus(text: &str) {
@@ -220,7 +220,7 @@ fn watch_lifecycle(events: &str) {
         Some(0.0)
     );
     // In the history by then, with the same fragment count.
-    let store = fragkit::store::Store::open_existing(&db).unwrap();
+    let store = fragkit::watch::store::Store::open_existing(&db).unwrap();
     let hist = store.file_history(a.to_str().unwrap()).unwrap();
     assert_eq!(
         hist.last().map(|(_, s)| s.fragments),
@@ -240,7 +240,7 @@ fn watch_lifecycle(events: &str) {
     });
     assert!(t1 <= t0 + 2, "rename took {} ticks", t1 - t0);
     assert_eq!(metric(&m, &file_series(&a)), None, "old name still listed");
-    let store = fragkit::store::Store::open_existing(&db).unwrap();
+    let store = fragkit::watch::store::Store::open_existing(&db).unwrap();
     let hist = store.file_history(renamed.to_str().unwrap()).unwrap();
     assert!(
         hist.iter()
@@ -260,7 +260,7 @@ fn watch_lifecycle(events: &str) {
     });
     assert!(t1 <= t0 + 2, "directory rename took {} ticks", t1 - t0);
     assert_eq!(metric(&m, &file_series(&c)), None, "old name still listed");
-    let store = fragkit::store::Store::open_existing(&db).unwrap();
+    let store = fragkit::watch::store::Store::open_existing(&db).unwrap();
     let hist = store.file_history(c_moved.to_str().unwrap()).unwrap();
     assert!(
         hist.iter()

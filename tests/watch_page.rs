@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 
 /// Headless Chromium driven over the DevTools protocol on a pipe (--remote-debugging-pipe:
 /// commands on fd 3, replies on fd 4, NUL-separated JSON), so the test opens no port of its

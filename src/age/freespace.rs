@@ -1,5 +1,5 @@
 //! Free-space histogram of a mounted file system, for the aging reports (GETFSMAP through
-//! `layout::fsmap`; statfs totals where the file system has none).
+//! `sys::fsmap`; statfs totals where the file system has none).
 
 use std::fs::File;
 use std::io;
@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::layout::fsmap::{read_fsmap, FsmapError};
 use crate::metrics::Distribution;
+use crate::sys::fsmap::{read_fsmap, FsmapError};
 
 /// Free extents of the file system: count, bytes and a power-of-two size histogram.
 #[derive(Debug, Clone, Serialize)]

@@ -26,8 +26,26 @@ use rand::RngExt;
 use serde::Serialize;
 
 use super::{check_file, seeded_rng, write_all_at, DirectBuf, FileCheck};
-pub use crate::cli::{HypotheticalMode, HypotheticalPattern};
-use crate::layout::fsinfo::EXT4_MAGIC;
+use crate::sys::fsinfo::EXT4_MAGIC;
+use crate::sys::mountinfo;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// How the hypothetical workload writes its chunks.
+pub enum HypotheticalMode {
+    Append,
+    Overwrite,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// Where the dummy writes between chunks put the next chunk.
+pub enum HypotheticalPattern {
+    /// Dummy of S-G after each chunk: every chunk lands on the same die
+    Worst,
+    /// Dummy of a random multiple of G (1..32)
+    Random,
+    /// Dummy of S: chunks stay die-aligned
+    Aligned,
+}
 
 /// What to build.
 #[derive(Debug, Clone)]
@@ -103,27 +121,13 @@ pub fn mount_options(path: &Path) -> String {
     let Ok(abs) = path.canonicalize() else {
         return String::new();
     };
-    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else {
+    let Ok(mounts) = mountinfo::read() else {
         return String::new();
     };
-    let mut best: (usize, String) = (0, String::new());
-    for line in text.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() < 6 {
-            continue;
-        }
-        let mp = f[4];
-        if abs.starts_with(mp) && mp.len() >= best.0 {
-            // Per-mount options, then the super block options after the " - " separator.
-            let sb = line
-                .split(" - ")
-                .nth(1)
-                .and_then(|t| t.split(' ').nth(2))
-                .unwrap_or("");
-            best = (mp.len(), format!("{},{}", f[5], sb));
-        }
-    }
-    best.1
+    // Per-mount options, then the super block options after the " - " separator.
+    mountinfo::containing(&mounts, &abs)
+        .map(|m| format!("{},{}", m.options, m.super_options))
+        .unwrap_or_default()
 }
 
 /// Pins the calling thread to the CPU it runs on; the old affinity comes back on drop.
@@ -185,7 +189,7 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
         _ => PathBuf::from("."),
     };
     let probe = File::open(&dir).with_context(|| format!("{}: cannot open", dir.display()))?;
-    let info = crate::layout::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&probe))?;
+    let info = crate::sys::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&probe))?;
     let opts = mount_options(&dir);
     let mut tunables = Vec::new();
     let _tuned = if spec.tune && info.magic == EXT4_MAGIC {

@@ -33,9 +33,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use super::{check_file, require_block_multiple, write_all_at, DirectBuf, FileCheck};
-use crate::io::alloc::{allocate, punch_hole};
-use crate::layout::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, XFS_MAGIC};
 use crate::layout::model::Fragment;
+use crate::sys::alloc::{allocate, punch_hole};
+use crate::sys::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, XFS_MAGIC};
 
 /// What to build.
 #[derive(Debug, Clone)]
@@ -135,7 +135,7 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
         bail!("{}: no such directory", dir.display());
     }
     let probe = File::open(&dir).with_context(|| format!("{}: cannot open", dir.display()))?;
-    let info = crate::layout::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&probe))
+    let info = crate::sys::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&probe))
         .with_context(|| format!("{}: statfs failed", dir.display()))?;
     let bs = info.block_size as u64;
     require_block_multiple("--size", spec.size, bs)?;
@@ -311,7 +311,7 @@ fn reflink(
         .with_context(|| format!("{}: cannot create", spec.path.display()))?;
     for k in 0..n {
         let len = f.min(spec.size - k * f);
-        super::clone::clone_range(&src, k * stride, len, &target, k * f)
+        crate::sys::clone::clone_range(&src, k * stride, len, &target, k * f)
             .map_err(|e| io_err(e, &spec.path, "FICLONERANGE"))?;
         if let Some(pb) = pb {
             pb.inc(1);
@@ -406,7 +406,7 @@ fn fill_and_punch(
         None
     };
     let _xfs_reserve = if magic == XFS_MAGIC {
-        Some(super::fstune::XfsResblks::empty(dir).context("emptying the xfs reserve pool")?)
+        Some(crate::sys::xfs::XfsResblks::empty(dir).context("emptying the xfs reserve pool")?)
     } else {
         None
     };

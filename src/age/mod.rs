@@ -6,7 +6,6 @@
 //! [`layout::build`], [`fragpicker::synthetic`], [`hypothetical::build`], [`paf::run`],
 //! [`profile::run`].
 
-pub mod clone;
 pub mod fragpicker;
 pub mod freespace;
 pub mod fstune;
@@ -17,7 +16,7 @@ pub mod profile;
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,10 +27,10 @@ use rand::rngs::ChaCha8Rng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::layout::fsinfo::FsInfo;
 use crate::layout::model::Fragment;
 use crate::layout::walk;
 use crate::metrics::{Distribution, FileMetrics};
+use crate::sys::fsinfo::FsInfo;
 
 /// The seed used when none is given: runs are reproducible by default.
 pub const DEFAULT_SEED: u64 = 67005;
@@ -110,8 +109,8 @@ impl FsUsage {
         let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
         let info = FsInfo::of_fd(f.as_fd())
             .with_context(|| format!("{}: statfs failed", path.display()))?;
-        // statfs counts in f_frsize units; FsInfo keeps f_bsize, equal on ext4/xfs/btrfs.
-        let bs = fs_frsize(&f).unwrap_or(info.block_size as u64);
+        // statfs counts in f_frsize units; block_size is FIGETBSZ, equal on ext4/xfs/btrfs.
+        let bs = info.fragment_size;
         Ok(FsUsage {
             capacity: info.blocks * bs,
             used: (info.blocks - info.blocks_free) * bs,
@@ -128,15 +127,6 @@ impl FsUsage {
             100.0 * self.used as f64 / self.capacity as f64
         }
     }
-}
-
-fn fs_frsize(f: &File) -> Option<u64> {
-    // SAFETY: statfs is plain data; fstatfs fills it or fails.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } < 0 {
-        return None;
-    }
-    Some(st.f_frsize as u64)
 }
 
 /// The mount point a path lives under: the highest ancestor on the same device.

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use super::stats::{mean, Summary};
 use crate::age::layout::{build, LayoutSpec};
-use crate::cli::FsType;
 use crate::io::{run_job, JobSpec, Op};
+use crate::scratch::FsType;
 use crate::scratch::{Scratch, ScratchSpec};
 
 #[derive(Debug, Clone)]

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::{mean, Summary};
 use crate::age::paf::{Generation, PafOptions, PafSpec};
-use crate::cli::FsType;
 use crate::io::{run_job, JobSpec, Op};
+use crate::scratch::FsType;
 use crate::scratch::{Scratch, ScratchSpec};
 
 #[derive(Debug, Clone)]

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use super::stats::{nlrs, pearson, Summary};
 use crate::age::layout::{build, LayoutSpec, Technique};
-use crate::cli::FsType;
 use crate::io::{run_job, JobSpec, Op};
+use crate::scratch::FsType;
 use crate::scratch::{Scratch, ScratchSpec};
 
 #[derive(Debug, Clone)]

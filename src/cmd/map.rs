@@ -11,11 +11,11 @@ use serde::Serialize;
 
 use crate::cli::{MapArgs, MapFormat};
 use crate::freespace;
-use crate::layout::fsinfo::{self, FsInfo};
 use crate::layout::walk::{self, WalkOptions};
 use crate::render::blockmap::physical_map;
 use crate::render::{fragtracer, picture, ColorConfig, ImgConfig};
 use crate::scan::{scan_roots, ScanResult, DEFAULT_REQUEST_SIZE};
+use crate::sys::fsinfo::{self, FsInfo};
 
 #[derive(Serialize)]
 struct Summary {

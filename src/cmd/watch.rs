@@ -7,28 +7,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{InfoFormat, WatchAction, WatchArgs};
+use crate::cli::{InfoFormat, WatchAction, WatchArgs, WatchReportArgs, WatchReportFormat};
 use crate::layout::walk;
-use crate::serve;
-use crate::store::Store;
+
 use crate::watch::engine::{Config, Engine};
-use crate::watch::{artefacts, live, Source};
+use crate::watch::store::Store;
+use crate::watch::{artefacts, live, prometheus, serve, Source};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
-}
-
-/// The default history file: $XDG_STATE_HOME/fragkit/watch.db, else ~/.local/state/...
-pub fn default_db() -> Result<PathBuf> {
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d).join("fragkit/watch.db"));
-    }
-    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(h) => Ok(PathBuf::from(h).join(".local/state/fragkit/watch.db")),
-        None => anyhow::bail!("neither XDG_STATE_HOME nor HOME is set; pass --db PATH"),
-    }
 }
 
 /// The database and its journal files, as the engine must ignore them.
@@ -51,7 +40,7 @@ fn db_paths(db: &Path) -> Vec<PathBuf> {
 
 pub fn run(args: WatchArgs) -> Result<i32> {
     if let Some(WatchAction::Report(r)) = args.action {
-        return crate::report::watch::run(r);
+        return report(r);
     }
     if let Some(addr) = &args.listen {
         serve::check_listen(addr, args.listen_any)?;
@@ -78,7 +67,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     };
     let db = match &args.db {
         Some(d) => d.clone(),
-        None => default_db()?,
+        None => crate::watch::default_db()?,
     };
     // Never watch our own output: the history database and the artefacts directory.
     let mut ignore = db_paths(&db);
@@ -111,7 +100,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let server = match args.listen {
         Some(addr) => {
             let l = serve::Live::new();
-            l.publish(live::snapshot(&engine), live::prometheus(&engine));
+            l.publish(live::snapshot(&engine), prometheus::prometheus(&engine));
             let bound = serve::start(addr, l.clone())?;
             Some((l, bound))
         }
@@ -158,7 +147,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         events += r.events;
         changed_total += r.changed_files;
         if let Some((l, _)) = &server {
-            l.publish(live::snapshot(&engine), live::prometheus(&engine));
+            l.publish(live::snapshot(&engine), prometheus::prometheus(&engine));
         }
         if let Some(out) = &fragtracer {
             if engine.changed > 0 {
@@ -234,5 +223,38 @@ pub fn run(args: WatchArgs) -> Result<i32> {
             println!("history: {}", db.display());
         }
     }
+    Ok(0)
+}
+
+/// `fragkit watch report`: read the history, plot it if asked, print it.
+fn report(args: WatchReportArgs) -> Result<i32> {
+    use crate::report::watch::{self as out, Format, History};
+    let db = match &args.db {
+        Some(d) => d.clone(),
+        None => crate::watch::default_db()?,
+    };
+    let store = Store::open_existing(&db)?;
+    let file = match &args.file {
+        Some(f) => Some((f.clone(), store.file_history(f)?)),
+        None => None,
+    };
+    let history = History {
+        db_bytes: std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0),
+        rows: store.row_counts()?,
+        series: store.series()?,
+        first: store.first_fragmented()?,
+        file,
+        png: args.png.clone(),
+        db,
+    };
+    if let Some(png) = &args.png {
+        out::plot(png, &history.series, &history.first)?;
+    }
+    let format = match args.format {
+        WatchReportFormat::Table => Format::Table,
+        WatchReportFormat::Json => Format::Json,
+        WatchReportFormat::Csv => Format::Csv,
+    };
+    out::print(&history, format)?;
     Ok(0)
 }

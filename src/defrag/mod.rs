@@ -15,11 +15,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::age::fstune::SysfsTunable;
-use crate::layout::fiemap;
-use crate::layout::fsinfo::F2FS_MAGIC;
 use crate::layout::walk::map_path;
 use crate::metrics::FileMetrics;
 use crate::scan::scan_paths;
+use crate::sys::fiemap;
+use crate::sys::fsinfo::F2FS_MAGIC;
 use migrate::{Goal, Method, RangeOutcome, Target};
 use plan::{Mode, SkippedRange};
 

@@ -2,22 +2,13 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 
-/// FS_IOC_GETFLAGS = _IOR('f', 1, long) (include/uapi/linux/fs.h); the kernel reads an int.
-const FS_IOC_GETFLAGS: libc::c_ulong =
-    nix::request_code_read!(b'f', 1, std::mem::size_of::<libc::c_long>()) as libc::c_ulong;
-/// FS_IMMUTABLE_FL and FS_APPEND_FL (include/uapi/linux/fs.h).
-const FS_IMMUTABLE_FL: u32 = 0x10;
-const FS_APPEND_FL: u32 = 0x20;
+use crate::sys::inode::{self, FS_APPEND_FL, FS_IMMUTABLE_FL};
 
 /// Why a file must not be defragmented, if it must not.
 pub fn refusal(file: &File) -> Option<String> {
-    let mut flags: libc::c_int = 0;
-    // SAFETY: FS_IOC_GETFLAGS writes one int.
-    if unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_GETFLAGS as _, &mut flags) } == 0 {
-        let flags = flags as u32;
+    if let Ok(flags) = inode::flags(file) {
         if flags & FS_IMMUTABLE_FL != 0 {
             return Some("immutable file (chattr +i): not touched".into());
         }

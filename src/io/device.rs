@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
-use crate::scratch::unescape_mountinfo;
+use crate::sys::dev::split as split_dev;
+use crate::sys::mountinfo;
 
 /// A block device as sysfs names it. `name` is what the counters are read from (a
 /// partition counts its own requests); `disk` is the whole disk whose queue limits apply.
@@ -163,10 +164,6 @@ fn read_sys_u64(path: &str) -> Option<u64> {
     read_sys(path)?.parse().ok()
 }
 
-fn split_dev(dev: u64) -> (u32, u32) {
-    (libc::major(dev), libc::minor(dev))
-}
-
 impl BlockDevice {
     /// The device a path's data lives on: the device itself for a block special file,
     /// otherwise the one under its file system (st_dev; for file systems with anonymous
@@ -286,15 +283,19 @@ impl BlockDevice {
     pub fn users(&self) -> Vec<String> {
         let numbers = self.self_and_partitions();
         let mut users = Vec::new();
-        if let Ok(text) = fs::read_to_string("/proc/self/mountinfo") {
-            for m in parse_mountinfo(&text) {
+        if let Ok(mounts) = mountinfo::read() {
+            for m in mounts {
                 let by_number = numbers.contains(&(m.major, m.minor));
                 let by_source = m.source.starts_with("/dev/")
                     && fs::metadata(&m.source).is_ok_and(|md| {
                         md.file_type().is_block_device() && numbers.contains(&split_dev(md.rdev()))
                     });
                 if by_number || by_source {
-                    users.push(format!("mounted on {} ({})", m.mountpoint, m.fstype));
+                    users.push(format!(
+                        "mounted on {} ({})",
+                        m.mountpoint.display(),
+                        m.fstype
+                    ));
                 }
             }
         }
@@ -331,47 +332,10 @@ fn file_name(p: &Path) -> Option<String> {
     p.file_name().map(|n| n.to_string_lossy().into_owned())
 }
 
-struct MountEntry {
-    major: u32,
-    minor: u32,
-    mountpoint: String,
-    fstype: String,
-    source: String,
-}
-
-/// mountinfo: "id parent MAJ:MIN root mountpoint opts [optional...] - fstype source superopts".
-fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let Some(dash) = fields.iter().position(|f| *f == "-") else {
-            continue;
-        };
-        if fields.len() < dash + 3 || fields.len() < 5 {
-            continue;
-        }
-        let Some((ma, mi)) = fields[2].split_once(':') else {
-            continue;
-        };
-        let (Ok(major), Ok(minor)) = (ma.parse(), mi.parse()) else {
-            continue;
-        };
-        out.push(MountEntry {
-            major,
-            minor,
-            mountpoint: unescape_mountinfo(fields[4]),
-            fstype: fields[dash + 1].to_string(),
-            source: unescape_mountinfo(fields[dash + 2]),
-        });
-    }
-    out
-}
-
 /// The /dev source of the mount a path is on: by device number, else (btrfs subvolumes
 /// have their own anonymous numbers) the longest mount point containing the path.
 fn mount_source_of(path: &Path, major: u32, minor: u32) -> Option<String> {
-    let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mounts = parse_mountinfo(&text);
+    let mounts = mountinfo::read().ok()?;
     if let Some(m) = mounts
         .iter()
         .find(|m| m.major == major && m.minor == minor && m.source.starts_with("/dev/"))
@@ -379,11 +343,7 @@ fn mount_source_of(path: &Path, major: u32, minor: u32) -> Option<String> {
         return Some(m.source.clone());
     }
     let real = fs::canonicalize(path).ok()?;
-    mounts
-        .iter()
-        .filter(|m| real.starts_with(&m.mountpoint))
-        // Later lines mount over earlier ones at the same point.
-        .max_by_key(|m| m.mountpoint.len())
+    mountinfo::containing(&mounts, &real)
         .filter(|m| m.source.starts_with("/dev/"))
         .map(|m| m.source.clone())
 }
@@ -409,20 +369,6 @@ mod tests {
         let d = s.delta(&later);
         assert_eq!((d.reads, d.read_bytes, d.writes), (10, 256 * 512, 0));
         assert!(DeviceStats::parse("1 2 3").is_none());
-    }
-
-    #[test]
-    fn parses_mountinfo() {
-        let text = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n\
-                    90 27 0:45 / /mnt/a\\040b rw shared:5 - btrfs /dev/loop3 rw\n";
-        let m = parse_mountinfo(text);
-        assert_eq!(m.len(), 2);
-        assert_eq!(
-            (m[0].major, m[0].minor, m[0].fstype.as_str()),
-            (254, 0, "ext4")
-        );
-        assert_eq!(m[1].mountpoint, "/mnt/a b");
-        assert_eq!(m[1].source, "/dev/loop3");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::buf::AlignedBuf;
 use super::device::{BlockDevice, DeviceDelta, QueueLimits};
 use super::engine::{self, Completion, EngineKind, Op, Request};
 use crate::bench::stats::{mean, percentile_sorted, Summary};
-use crate::layout::fsinfo::{FsInfo, TMPFS_MAGIC};
+use crate::sys::fsinfo::{FsInfo, TMPFS_MAGIC};
 
 /// Where requests go within the region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -12,7 +12,6 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
-pub mod alloc;
 pub mod buf;
 pub mod device;
 pub mod engine;

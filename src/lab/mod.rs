@@ -21,8 +21,8 @@ use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cli::FsType;
 use crate::io::{BlockDevice, DeviceDelta};
+use crate::scratch::FsType;
 use crate::units::short_size;
 use runner::{json, Runner, StepRecord};
 
@@ -347,7 +347,7 @@ fn images_dir(spec: &LabSpec, copies: u64) -> Result<(PathBuf, bool, bool)> {
         fs::create_dir_all(d)
             .with_context(|| format!("--scratch-dir {}: cannot create", d.display()))?;
         let in_ram =
-            crate::layout::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&fs::File::open(d)?))
+            crate::sys::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&fs::File::open(d)?))
                 .is_ok_and(|i| i.type_name() == "tmpfs");
         return Ok((d.canonicalize()?, false, in_ram));
     }
@@ -1117,7 +1117,7 @@ fn machine(base_info: &Value) -> Machine {
         .map(PathBuf::from)
         .unwrap_or_default();
     let image_store = fs::File::open(&image_dir)
-        .and_then(|d| crate::layout::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&d)))
+        .and_then(|d| crate::sys::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&d)))
         .map_or_else(|_| "unknown".into(), |i| i.type_name());
     Machine {
         kernel: field(&|u| {

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
-use super::fiemap::{self, FiemapError};
-use super::fsinfo::FsInfo;
 use super::model::FileLayout;
+use crate::sys::fiemap::{self, FiemapError};
+use crate::sys::fsinfo::FsInfo;
 
 /// What the walk should do.
 #[derive(Debug, Clone)]
@@ -55,7 +55,8 @@ pub struct ScannedFile {
 impl ScannedFile {
     /// "major:minor" of the device, as in DESIGN.md's JSON.
     pub fn dev_string(&self) -> String {
-        format!("{}:{}", libc::major(self.dev), libc::minor(self.dev))
+        let (major, minor) = crate::sys::dev::split(self.dev);
+        format!("{major}:{minor}")
     }
 }
 

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use crate::layout::fsmap::{FsmapRecord, Owner};
 use crate::scan::FileEntry;
+use crate::sys::fsmap::{FsmapRecord, Owner};
 
 use super::canvas::Rgb;
 use super::config::{ColorConfig, ImgConfig};

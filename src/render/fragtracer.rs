@@ -262,10 +262,10 @@ pub fn write_artefacts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::fsinfo::FsInfo;
     use crate::layout::model::FileLayout;
     use crate::layout::walk::ScannedFile;
     use crate::metrics::FileMetrics;
+    use crate::sys::fsinfo::FsInfo;
 
     fn entry(path: &str, extents: Vec<Extent>) -> FileEntry {
         let layout = FileLayout {
@@ -287,6 +287,8 @@ mod tests {
                     blocks: 0,
                     blocks_available: 0,
                     blocks_free: 0,
+                    fragment_size: 4096,
+                    fsid: [0, 0],
                 },
                 layout,
             },

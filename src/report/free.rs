@@ -179,7 +179,7 @@ pub fn write_json(out: &mut impl Write, v: &FreeSpaceView) -> io::Result<()> {
                 block_size: u64,
                 total_blocks: u64,
                 free_blocks: u64,
-                spaces: &'a [crate::layout::btrfs_space::SpaceInfo],
+                spaces: &'a [crate::sys::btrfs_space::SpaceInfo],
             }
             serde_json::to_writer(
                 &mut *out,

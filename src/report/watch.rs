@@ -1,13 +1,35 @@
 //! `fragkit watch report`: fragmentation over time and the moments files first became
 //! fragmented, from a watch's history database; text, JSON, CSV and a PNG plot.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde_json::json;
 
-use crate::cli::{WatchReportArgs, WatchReportFormat};
-use crate::store::{SeriesPoint, Store};
+use crate::watch::store::{FileSummary, FirstFragmented, SeriesPoint};
+
+/// How `fragkit watch report` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    /// The totals series, one row per point
+    Csv,
+}
+
+/// What a watch's history database holds, as read for the report.
+pub struct History {
+    pub db: PathBuf,
+    pub db_bytes: u64,
+    /// Rows per table.
+    pub rows: Vec<(String, u64)>,
+    pub series: Vec<SeriesPoint>,
+    pub first: Vec<FirstFragmented>,
+    /// The file asked for with --file and its samples.
+    pub file: Option<(String, Vec<(f64, FileSummary)>)>,
+    /// Where the plot was written.
+    pub png: Option<PathBuf>,
+}
 
 /// "YYYY-MM-DD HH:MM:SS" UTC for a Unix time (days-to-civil, proleptic Gregorian).
 pub fn utc(t: f64) -> String {
@@ -30,25 +52,19 @@ pub fn utc(t: f64) -> String {
     )
 }
 
-pub fn run(args: WatchReportArgs) -> Result<i32> {
-    let db = match &args.db {
-        Some(d) => d.clone(),
-        None => crate::cmd::watch::default_db()?,
-    };
-    let store = Store::open_existing(&db)?;
-    let series = store.series()?;
-    let first = store.first_fragmented()?;
-    let rows = store.row_counts()?;
-    let history = match &args.file {
-        Some(f) => Some(store.file_history(f)?),
-        None => None,
-    };
-    let db_bytes = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
-    if let Some(png) = &args.png {
-        plot(png, &series, &first)?;
-    }
-    match args.format {
-        WatchReportFormat::Json => {
+/// Print the history in `format`.
+pub fn print(h: &History, format: Format) -> Result<()> {
+    let History {
+        db,
+        db_bytes,
+        rows,
+        series,
+        first,
+        ..
+    } = h;
+    let history = h.file.as_ref().map(|(_, s)| s);
+    match format {
+        Format::Json => {
             let v = json!({
                 "version": 1,
                 "db": db,
@@ -60,7 +76,7 @@ pub fn run(args: WatchReportArgs) -> Result<i32> {
             });
             println!("{v}");
         }
-        WatchReportFormat::Csv => {
+        Format::Csv => {
             let mut w = csv::Writer::from_writer(std::io::stdout());
             w.write_record([
                 "t",
@@ -74,7 +90,7 @@ pub fn run(args: WatchReportArgs) -> Result<i32> {
                 "ideal",
                 "extra_requests",
             ])?;
-            for p in &series {
+            for p in series {
                 let s = &p.totals;
                 w.write_record([
                     format!("{:.3}", p.t),
@@ -91,7 +107,7 @@ pub fn run(args: WatchReportArgs) -> Result<i32> {
             }
             w.flush()?;
         }
-        WatchReportFormat::Table => {
+        Format::Table => {
             println!("history {} ({} bytes)", db.display(), db_bytes);
             println!(
                 "rows: {}",
@@ -128,7 +144,7 @@ pub fn run(args: WatchReportArgs) -> Result<i32> {
             if first.is_empty() {
                 println!("  (no file has become fragmented)");
             }
-            for f in &first {
+            for f in first {
                 let gone = f
                     .deleted
                     .map(|d| format!(" (deleted {})", utc(d)))
@@ -140,7 +156,7 @@ pub fn run(args: WatchReportArgs) -> Result<i32> {
                     f.fragments_now
                 );
             }
-            if let (Some(h), Some(f)) = (&history, &args.file) {
+            if let Some((f, h)) = &h.file {
                 println!("\nsamples of {f}:");
                 for (t, s) in h {
                     println!(
@@ -154,12 +170,12 @@ pub fn run(args: WatchReportArgs) -> Result<i32> {
                     );
                 }
             }
-            if let Some(png) = &args.png {
+            if let Some(png) = &h.png {
                 println!("\nplot: {}", png.display());
             }
         }
     }
-    Ok(0)
+    Ok(())
 }
 
 /// History rows are written when values change, so draw steps, not slopes.
@@ -181,7 +197,7 @@ fn steps(
 
 /// Two panels over time: files and fragmented files; fragments and extra requests. Red
 /// ticks along the bottom mark the moments files first became fragmented.
-fn plot(out: &Path, series: &[SeriesPoint], first: &[crate::store::FirstFragmented]) -> Result<()> {
+pub fn plot(out: &Path, series: &[SeriesPoint], first: &[FirstFragmented]) -> Result<()> {
     use plotters::prelude::*;
     crate::render::plot::register_plot_font("--png")?;
     if series.is_empty() {

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 /// Time all fallback walks together may take at the end of a trace.
 const WALK_BUDGET: Duration = Duration::from_secs(10);
 
-use super::loader::{kernel_dev_parts, Event, TraceStats};
+use super::loader::{Event, TraceStats};
 use super::profile::{Profile, ProfileFile, ProfileRange, KIND};
 use super::ranges::{Call, FileAccesses, Hotness, Streams};
 use super::resolve;
+use crate::sys::dev::kernel_dev_parts;
 
 /// Readahead window of a device in bytes: the bdi's read_ahead_kb, which is what the page
 /// cache uses (for block-device file systems it mirrors /sys/block/DEV/queue/read_ahead_kb).

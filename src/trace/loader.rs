@@ -26,6 +26,9 @@ mod skel {
 }
 use skel::FileioSkelBuilder;
 
+use crate::sys::dev::{kernel_dev, kernel_dev_parts};
+use crate::sys::fsinfo::{FsInfo, CGROUP2_MAGIC};
+
 /// One completed read/write-family call on a regular file (struct event in fileio.bpf.c).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
@@ -48,6 +51,25 @@ pub struct Event {
     pub gen: u32,
 }
 
+// Event must match the C struct field for field; the skeleton's generated copy of it
+// (from the BTF of fileio.bpf.c) is the reference.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    type C = skel::types::event;
+    assert!(size_of::<Event>() == size_of::<C>());
+    assert!(offset_of!(Event, ino) == offset_of!(C, ino));
+    assert!(offset_of!(Event, offset) == offset_of!(C, offset));
+    assert!(offset_of!(Event, bytes) == offset_of!(C, bytes));
+    assert!(offset_of!(Event, file) == offset_of!(C, file));
+    assert!(offset_of!(Event, size) == offset_of!(C, size));
+    assert!(offset_of!(Event, dev) == offset_of!(C, dev));
+    assert!(offset_of!(Event, tgid) == offset_of!(C, tgid));
+    assert!(offset_of!(Event, op) == offset_of!(C, op));
+    assert!(offset_of!(Event, direct) == offset_of!(C, direct));
+    assert!(offset_of!(Event, blkbits) == offset_of!(C, blkbits));
+    assert!(offset_of!(Event, gen) == offset_of!(C, gen));
+};
+
 pub const OP_WRITE: u8 = 1;
 
 impl Event {
@@ -69,16 +91,6 @@ impl Event {
         let (ma, mi) = kernel_dev_parts(self.dev);
         format!("{ma}:{mi}")
     }
-}
-
-/// include/linux/kdev_t.h: the kernel's dev_t is major << 20 | minor.
-pub fn kernel_dev_parts(dev: u32) -> (u32, u32) {
-    (dev >> 20, dev & ((1 << 20) - 1))
-}
-
-/// A userspace st_dev as the kernel's internal dev_t.
-pub fn kernel_dev(st_dev: u64) -> u32 {
-    (libc::major(st_dev) << 20) | libc::minor(st_dev)
 }
 
 /// Which calls to record (all given filters must match).
@@ -168,19 +180,18 @@ struct CgroupTarget {
 
 /// A cgroup v2 directory → (cgroup id = its inode number, depth below the cgroup2 root).
 fn cgroup_target(path: &Path) -> Result<CgroupTarget> {
-    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270; // include/uapi/linux/magic.h
     let shown = path.display();
     let md = fs::metadata(path).map_err(|e| anyhow!("--cgroup {shown}: {e}"))?;
-    let st = nix::sys::statfs::statfs(path).map_err(|e| anyhow!("--cgroup {shown}: {e}"))?;
-    if !md.is_dir() || st.filesystem_type().0 != CGROUP2_SUPER_MAGIC {
+    let st = FsInfo::of_path(path).map_err(|e| anyhow!("--cgroup {shown}: {e}"))?;
+    if !md.is_dir() || st.magic != CGROUP2_MAGIC {
         bail!("--cgroup {shown}: expected a directory on a cgroup2 file system (e.g. /sys/fs/cgroup/unified/NAME or /sys/fs/cgroup/NAME)");
     }
     let canon = fs::canonicalize(path)?;
     let mut root = canon.clone();
     // Walk up while the parent is still cgroup2: the top is the hierarchy's root (level 0).
     while let Some(parent) = root.parent() {
-        match nix::sys::statfs::statfs(parent) {
-            Ok(s) if s.filesystem_type().0 == CGROUP2_SUPER_MAGIC => root = parent.to_path_buf(),
+        match FsInfo::of_path(parent) {
+            Ok(s) if s.magic == CGROUP2_MAGIC => root = parent.to_path_buf(),
             _ => break,
         }
     }

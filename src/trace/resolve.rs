@@ -12,9 +12,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::loader::kernel_dev;
-use crate::layout::fsinfo::{FsInfo, EXT4_MAGIC, XFS_MAGIC};
-use crate::scratch::unescape_mountinfo;
+use crate::sys::dev::{self, kernel_dev};
+use crate::sys::fsinfo::{FsInfo, EXT4_MAGIC, XFS_MAGIC};
+use crate::sys::mountinfo;
 
 fn same_file(path: &Path, dev: u32, ino: u64) -> bool {
     fs::metadata(path).is_ok_and(|m| m.ino() == ino && on_dev(&m, path, dev))
@@ -53,44 +53,23 @@ pub fn from_proc(tgid: u32, dev: u32, ino: u64) -> Option<PathBuf> {
 /// mountinfo entry with the longest mount point that contains it.
 pub fn superblock_dev(path: &Path) -> Option<u32> {
     let path = path.canonicalize().ok()?;
-    let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mut best: Option<(usize, u32)> = None;
-    for line in text.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() < 5 {
-            continue;
-        }
-        let mp = PathBuf::from(unescape_mountinfo(f[4]));
-        if !path.starts_with(&mp) {
-            continue;
-        }
-        let (ma, mi) = f[2].split_once(':')?;
-        let dev = (ma.parse::<u32>().ok()? << 20) | mi.parse::<u32>().ok()?;
-        let depth = mp.as_os_str().len();
-        // Later lines are mounted on top of earlier ones at the same point.
-        if best.map_or(true, |(d, _)| depth >= d) {
-            best = Some((depth, dev));
-        }
-    }
-    best.map(|(_, dev)| dev)
+    let mounts = mountinfo::read().ok()?;
+    let m = mountinfo::containing(&mounts, &path)?;
+    Some(dev::kernel_dev_from(m.major, m.minor))
 }
 
 /// Mount point of the device (kernel dev_t), preferring a mount of the file system's root.
 pub fn mount_point(dev: u32) -> Option<PathBuf> {
-    let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let (ma, mi) = super::loader::kernel_dev_parts(dev);
-    let want = format!("{ma}:{mi}");
+    let (ma, mi) = dev::kernel_dev_parts(dev);
     let mut best: Option<PathBuf> = None;
-    for line in text.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() < 5 || f[2] != want {
+    for m in mountinfo::read().ok()? {
+        if (m.major, m.minor) != (ma, mi) {
             continue;
         }
-        let mp = PathBuf::from(unescape_mountinfo(f[4]));
-        if f[3] == "/" {
-            return Some(mp);
+        if m.root == "/" {
+            return Some(m.mountpoint);
         }
-        best.get_or_insert(mp);
+        best.get_or_insert(m.mountpoint);
     }
     best
 }
@@ -224,12 +203,8 @@ pub fn by_walk(dev: u32, inos: &HashSet<u64>, deadline: Instant) -> HashMap<u64,
 mod tests {
     use super::*;
 
-    /// FS_IOC_GETVERSION = _IOR('v', 1, long) (include/uapi/linux/fs.h): i_generation.
     fn generation(f: &fs::File) -> u32 {
-        let mut g: libc::c_long = 0;
-        // SAFETY: the ioctl writes one long.
-        unsafe { libc::ioctl(f.as_raw_fd(), 0x8008_7601, &mut g) };
-        g as u32
+        crate::sys::inode::generation(f).unwrap_or(0)
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::{Change, Source};
 use crate::layout::model::FileLayout;
 use crate::layout::walk::{self, Root, ScannedFile, WalkOptions, WalkStats};
 use crate::metrics::FileMetrics;
-use crate::store::{FileSummary, Store, Totals};
+use crate::watch::store::{FileSummary, Store, Totals};
 
 /// Files whose block runs the engine keeps for the live map, and runs kept per file.
 pub const MAP_FILES: usize = 256;

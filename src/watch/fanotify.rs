@@ -109,15 +109,7 @@ fn stat_key(path: &Path) -> Option<StatKey> {
 }
 
 fn fsid_of(path: &Path) -> io::Result<[i32; 2]> {
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
-    // SAFETY: statfs fills plain data.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fsid_t is two i32 (include/uapi/asm-generic/posix_types.h __kernel_fsid_t).
-    Ok(unsafe { std::mem::transmute::<libc::fsid_t, [i32; 2]>(st.f_fsid) })
+    Ok(crate::sys::fsinfo::FsInfo::of_path(path)?.fsid)
 }
 
 impl Fanotify {

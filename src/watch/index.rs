@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use hashbrown::HashTable;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::store::FileSummary;
+use crate::watch::store::FileSummary;
 
 /// Marks a free slot in `recs` / `dirs`.
 const FREE: u32 = u32::MAX;

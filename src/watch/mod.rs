@@ -6,6 +6,11 @@
 //! what events cannot see (writes through mmap, lost events after a queue overflow).
 //! Memory per watched file is one 72-byte record plus its name (`index`, ~110 bytes);
 //! extents are kept only for a bounded set of recently changed files (the live map).
+//!
+//! Modules: `engine` (ticks, totals), `fanotify`/`inotify` (change sources), `index` (the
+//! per-file records), `store` (the SQLite history), `live` (the page's JSON snapshot),
+//! `prometheus` (the /metrics exposition), `serve` (HTTP: page, API, SSE, /metrics),
+//! `artefacts` (FragTracer's files, rewritten live with --fragtracer).
 
 pub mod artefacts;
 pub mod engine;
@@ -13,6 +18,9 @@ pub mod fanotify;
 pub mod index;
 pub mod inotify;
 pub mod live;
+pub mod prometheus;
+pub mod serve;
+pub mod store;
 
 use std::io;
 use std::path::PathBuf;
@@ -38,6 +46,17 @@ pub enum EventSource {
     Fanotify,
     /// inotify, one watch per directory
     Inotify,
+}
+
+/// The default history file: $XDG_STATE_HOME/fragkit/watch.db, else ~/.local/state/...
+pub fn default_db() -> anyhow::Result<PathBuf> {
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("fragkit/watch.db"));
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".local/state/fragkit/watch.db")),
+        None => anyhow::bail!("neither XDG_STATE_HOME nor HOME is set; pass --db PATH"),
+    }
 }
 
 pub enum Source {

@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use fragkit::cli::FsType;
+use fragkit::scratch::FsType;
 use fragkit::scratch::{Scratch, ScratchSpec};
 
 pub fn require_root() {

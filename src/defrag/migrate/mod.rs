@@ -16,9 +16,9 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 use anyhow::{bail, Result};
 
-use crate::layout::fiemap;
-use crate::layout::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, F2FS_MAGIC, XFS_MAGIC};
 use crate::layout::model::{Extent, FileLayout};
+use crate::sys::fiemap;
+use crate::sys::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, F2FS_MAGIC, XFS_MAGIC};
 
 /// The file being defragmented, opened read-write, with its directory (for temp files).
 pub struct Target<'a> {
@@ -78,7 +78,7 @@ pub fn for_fs(magic: u64, method: Method, unshare: bool) -> Result<Box<dyn Migra
         F2FS_MAGIC => Box::new(f2fs::Defragment),
         other => bail!(
             "{} has no range-granular atomic migration in fragkit (ext4, xfs, btrfs, f2fs are supported)",
-            crate::layout::fsinfo::fs_type_name(other)
+            crate::sys::fsinfo::fs_type_name(other)
         ),
     })
 }
@@ -127,7 +127,7 @@ pub fn donor_for(t: &Target<'_>, offset: u64, length: u64) -> Result<Option<(Fil
     let mut tried: Vec<(usize, File)> = Vec::new();
     for _ in 0..DONOR_TRIES {
         let donor = temp_file_in(t.dir)?;
-        if let Err(e) = crate::io::alloc::allocate(&donor, offset, length) {
+        if let Err(e) = crate::sys::alloc::allocate(&donor, offset, length) {
             if e.raw_os_error() == Some(libc::ENOSPC) {
                 break;
             }

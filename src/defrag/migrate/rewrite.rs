@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 use anyhow::Result;
 
 use super::{Migrator, RangeOutcome, Target};
-use crate::io::alloc::{allocate, punch_hole};
+use crate::sys::alloc::{allocate, punch_hole};
 
 pub struct Rewrite;
 

@@ -43,7 +43,7 @@ struct pending {
 	u8 blkbits;
 };
 
-/* Shared with src/trace/loader.rs (struct Event there); 48 bytes. */
+/* Shared with src/trace/loader.rs (struct Event there); 56 bytes. */
 struct event {
 	u64 ino;
 	u64 offset;
@@ -58,6 +58,10 @@ struct event {
 	u8 pad;
 	u32 gen;   /* i_generation: with ino, a file handle for open_by_handle_at */
 };
+
+/* Never written: a global of the type makes the skeleton generate `types::event`, which
+ * src/trace/loader.rs checks its struct Event against at compile time. */
+struct event event_layout = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);

@@ -6,7 +6,120 @@ use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use super::model::{Extent, ExtentFlags};
+use serde::{Serialize, Serializer};
+
+/// FIEMAP extent flags (include/uapi/linux/fiemap.h), kept exactly as the kernel gave them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct ExtentFlags(pub u32);
+
+impl ExtentFlags {
+    pub const LAST: ExtentFlags = ExtentFlags(0x0000_0001);
+    pub const UNKNOWN: ExtentFlags = ExtentFlags(0x0000_0002);
+    pub const DELALLOC: ExtentFlags = ExtentFlags(0x0000_0004);
+    pub const ENCODED: ExtentFlags = ExtentFlags(0x0000_0008);
+    pub const DATA_ENCRYPTED: ExtentFlags = ExtentFlags(0x0000_0080);
+    pub const NOT_ALIGNED: ExtentFlags = ExtentFlags(0x0000_0100);
+    pub const DATA_INLINE: ExtentFlags = ExtentFlags(0x0000_0200);
+    pub const DATA_TAIL: ExtentFlags = ExtentFlags(0x0000_0400);
+    pub const UNWRITTEN: ExtentFlags = ExtentFlags(0x0000_0800);
+    pub const MERGED: ExtentFlags = ExtentFlags(0x0000_1000);
+    pub const SHARED: ExtentFlags = ExtentFlags(0x0000_2000);
+    /// ext4's extent-status-cache hole marker (fs/ext4/ext4.h); never from plain FIEMAP.
+    pub const EXT4_HOLE: ExtentFlags = ExtentFlags(0x0800_0000);
+
+    /// Names in filefrag's order, as used in JSON output.
+    pub const NAMED: [(ExtentFlags, &'static str); 12] = [
+        (Self::LAST, "last"),
+        (Self::UNKNOWN, "unknown"),
+        (Self::DELALLOC, "delalloc"),
+        (Self::ENCODED, "encoded"),
+        (Self::DATA_ENCRYPTED, "encrypted"),
+        (Self::NOT_ALIGNED, "not_aligned"),
+        (Self::DATA_INLINE, "inline"),
+        (Self::DATA_TAIL, "tail"),
+        (Self::UNWRITTEN, "unwritten"),
+        (Self::MERGED, "merged"),
+        (Self::SHARED, "shared"),
+        (Self::EXT4_HOLE, "hole"),
+    ];
+
+    pub fn contains(self, other: ExtentFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Flag names; bits fragkit has no name for appear as hex ("0x40000").
+    pub fn names(self) -> Vec<String> {
+        let mut rest = self.0;
+        let mut out = Vec::new();
+        for (flag, name) in Self::NAMED {
+            if rest & flag.0 != 0 {
+                out.push(name.to_string());
+                rest &= !flag.0;
+            }
+        }
+        let mut bit = 1u32;
+        while rest != 0 && bit != 0 {
+            if rest & bit != 0 {
+                out.push(format!("{bit:#x}"));
+                rest &= !bit;
+            }
+            bit <<= 1;
+        }
+        out
+    }
+}
+
+impl Serialize for ExtentFlags {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.names())
+    }
+}
+
+/// One FIEMAP record: bytes [logical, logical+length) of the file live at
+/// [physical, physical+length) of the device (on btrfs: btrfs's logical address space).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Extent {
+    pub logical: u64,
+    pub physical: u64,
+    pub length: u64,
+    pub flags: ExtentFlags,
+}
+
+impl Extent {
+    pub fn logical_end(&self) -> u64 {
+        self.logical.saturating_add(self.length)
+    }
+    pub fn physical_end(&self) -> u64 {
+        self.physical.saturating_add(self.length)
+    }
+    /// Has a real place on the device (not delalloc/unknown, not packed into metadata).
+    pub fn is_located(&self) -> bool {
+        !self.flags.contains(ExtentFlags::UNKNOWN)
+            && !self.flags.contains(ExtentFlags::DELALLOC)
+            && !self.flags.contains(ExtentFlags::DATA_INLINE)
+            && !self.flags.contains(ExtentFlags::EXT4_HOLE)
+    }
+    /// Reading it costs device I/O: located and written (unwritten extents read as zeros).
+    pub fn costs_read_io(&self) -> bool {
+        self.is_located() && !self.flags.contains(ExtentFlags::UNWRITTEN)
+    }
+    /// Whether `next` continues this extent on the device, so a read crosses no seek.
+    ///
+    /// Compressed (ENCODED) extents report their logical length, not the smaller length
+    /// on disk, so a following extent that starts anywhere inside this one's reported
+    /// span is taken as adjacent rather than blindly counted as fragmentation.
+    pub fn continues_into(&self, next: &Extent) -> bool {
+        if next.logical != self.logical_end() {
+            return false;
+        }
+        if next.physical == self.physical_end() {
+            return true;
+        }
+        self.flags.contains(ExtentFlags::ENCODED)
+            && next.physical > self.physical
+            && next.physical <= self.physical_end()
+    }
+}
 
 /// FS_IOC_FIEMAP = _IOWR('f', 11, struct fiemap) (include/uapi/linux/fs.h).
 const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;

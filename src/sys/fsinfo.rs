@@ -1,7 +1,9 @@
-//! What file system a path lives on: fstatfs(2) and FIGETBSZ.
+//! What file system a path lives on: statfs(2)/fstatfs(2) (the one wrapper) and FIGETBSZ.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// FIGETBSZ = _IO(0x00, 2): the block size FIEMAP/FIBMAP reports in (include/uapi/linux/fs.h).
 const FIGETBSZ: libc::c_ulong = 2;
@@ -19,6 +21,10 @@ pub struct FsInfo {
     pub blocks_available: u64,
     /// Free blocks (f_bfree).
     pub blocks_free: u64,
+    /// The unit f_blocks/f_bfree/f_bavail count in (f_frsize).
+    pub fragment_size: u64,
+    /// f_fsid: what fanotify reports events' file systems by.
+    pub fsid: [i32; 2],
 }
 
 pub const EXT4_MAGIC: u64 = 0xEF53;
@@ -26,25 +32,47 @@ pub const XFS_MAGIC: u64 = 0x5846_5342;
 pub const BTRFS_MAGIC: u64 = 0x9123_683E;
 pub const F2FS_MAGIC: u64 = 0xF2F5_2010;
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+pub const CGROUP2_MAGIC: u64 = 0x6367_7270;
 
 impl FsInfo {
+    /// fstatfs(2) on an open file, with the block size FIGETBSZ reports where it answers.
     pub fn of_fd(fd: BorrowedFd<'_>) -> io::Result<FsInfo> {
         // SAFETY: statfs is plain data; fstatfs fills it or fails.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
         if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut info = FsInfo {
+        let mut info = FsInfo::from_statfs(&st);
+        if let Ok(bs) = block_size_of(fd) {
+            info.block_size = bs;
+        }
+        Ok(info)
+    }
+
+    /// statfs(2) on a path, without opening it (a FIFO or a cgroup directory is fine);
+    /// block_size is f_bsize.
+    pub fn of_path(path: &Path) -> io::Result<FsInfo> {
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
+        // SAFETY: statfs is plain data; statfs fills it or fails.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statfs(c.as_ptr(), &mut st) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(FsInfo::from_statfs(&st))
+    }
+
+    fn from_statfs(st: &libc::statfs) -> FsInfo {
+        FsInfo {
             magic: st.f_type as u64,
             block_size: st.f_bsize as u32,
             blocks: st.f_blocks,
             blocks_available: st.f_bavail,
             blocks_free: st.f_bfree,
-        };
-        if let Ok(bs) = block_size_of(fd) {
-            info.block_size = bs;
+            fragment_size: st.f_frsize as u64,
+            // SAFETY: fsid_t is two i32 (include/uapi/asm-generic/posix_types.h __kernel_fsid_t).
+            fsid: unsafe { std::mem::transmute::<libc::fsid_t, [i32; 2]>(st.f_fsid) },
         }
-        Ok(info)
     }
 
     /// Short name of the file system type ("ext4", "xfs", ...), or the magic in hex.
@@ -60,7 +88,7 @@ impl FsInfo {
                 | 0x9fa0      // procfs
                 | 0x6265_6572 // sysfs
                 | 0x1373      // devfs/devtmpfs shares tmpfs magic; kept for old kernels
-                | 0x6367_7270 // cgroup2
+                | CGROUP2_MAGIC
                 | 0x2702_0420 // ramfs (shares tmpfs magic on modern kernels)
         )
     }
@@ -92,7 +120,7 @@ pub fn fs_type_name(magic: u64) -> String {
         0x4d44 => "vfat".into(),
         0x2fc1_2fc1 => "zfs".into(),
         0xcafe_4a11 => "bpf".into(),
-        0x6367_7270 => "cgroup2".into(),
+        CGROUP2_MAGIC => "cgroup2".into(),
         0xca45_1a4e => "bcachefs".into(),
         other => format!("{other:#x}"),
     }

@@ -110,7 +110,7 @@ impl Owner {
 /// One GETFSMAP record; byte units throughout, as the kernel reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FsmapRecord {
-    /// new_encode_dev() of the device the range is on (see [`encode_dev`]).
+    /// new_encode_dev() of the device the range is on (see [`crate::sys::dev::encode_dev`]).
     pub device: u32,
     pub flags: u32,
     pub physical: u64,
@@ -126,12 +126,6 @@ impl FsmapRecord {
     }
 }
 
-/// The kernel's new_encode_dev(): how fmr_device names a block device.
-pub fn encode_dev(dev: libc::dev_t) -> u32 {
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
-}
-
 /// Why GETFSMAP could not map a file system.
 #[derive(Debug, thiserror::Error)]
 pub enum FsmapError {
@@ -143,7 +137,7 @@ pub enum FsmapError {
     Io(#[from] io::Error),
 }
 
-/// Every record in [start, end) (bytes) on `device` (an [`encode_dev`] value), or on every
+/// Every record in [start, end) (bytes) on `device` (a [`crate::sys::dev::encode_dev`] value), or on every
 /// device when None (then the range only bounds the first and last device), in the
 /// kernel's order: by device, then physical address.
 pub fn read_fsmap(

@@ -40,11 +40,8 @@ impl GroupGeometry {
 
 /// The block device node of a mounted file system, from its st_dev.
 pub fn device_path(dev: libc::dev_t) -> io::Result<PathBuf> {
-    let uevent = format!(
-        "/sys/dev/block/{}:{}/uevent",
-        libc::major(dev),
-        libc::minor(dev)
-    );
+    let (major, minor) = super::dev::split(dev);
+    let uevent = format!("/sys/dev/block/{major}:{minor}/uevent");
     let text = std::fs::read_to_string(&uevent)?;
     let name = text
         .lines()

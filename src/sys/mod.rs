@@ -1,0 +1,19 @@
+//! Kernel interfaces, each wrapped once: the ioctls, statfs and /proc files the rest of
+//! fragkit reads the system through. Nothing here knows about fragmentation; callers
+//! above turn these plain facts into layouts, metrics and reports.
+//!
+//! The per-file-system migrators (`defrag::migrate`) keep their own move ioctls, one
+//! engine per file system (fio's ioengine shape).
+
+pub mod alloc;
+pub mod btrfs_space;
+pub mod clone;
+pub mod dev;
+pub mod fiemap;
+pub mod freeze;
+pub mod fsinfo;
+pub mod fsmap;
+pub mod inode;
+pub mod mountinfo;
+pub mod superblock;
+pub mod xfs;
