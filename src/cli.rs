@@ -532,6 +532,10 @@ pub struct BenchPafArgs {
     /// Directory for heat-map PNGs (one per transfer size)
     #[arg(long, value_name = "DIR")]
     pub plot_dir: Option<PathBuf>,
+    /// Run as MPI ranks (under mpirun/srun): every rank populates its share of each cell
+    /// and writes and reads its own --bench-size file with IOR's method; rank 0 keeps the CSV
+    #[arg(long)]
+    pub mpi: bool,
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
 }

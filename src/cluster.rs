@@ -191,6 +191,27 @@ impl Cluster {
         }
     }
 
+    /// Rank 0's `v` on every rank (the others pass None). Travels as JSON.
+    pub fn broadcast<T: Serialize + DeserializeOwned>(&self, v: Option<&T>) -> Result<T> {
+        let mut bytes = match (self.is_root(), v) {
+            (true, Some(v)) => serde_json::to_vec(v).context("broadcasting: encoding")?,
+            (true, None) => anyhow::bail!("broadcasting: rank 0 has nothing to send"),
+            (false, _) => Vec::new(),
+        };
+        let n = self.broadcast_u64(bytes.len() as u64);
+        match &self.inner {
+            Inner::Solo => {}
+            #[cfg(feature = "mpi")]
+            Inner::Mpi { world, .. } => {
+                use mpi::collective::Root;
+                use mpi::topology::Communicator;
+                bytes.resize(n as usize, 0);
+                world.process_at_rank(0).broadcast_into(&mut bytes[..]);
+            }
+        }
+        serde_json::from_slice(&bytes).context("broadcasting: decoding rank 0's value")
+    }
+
     /// Every rank's value, in rank order, on rank 0 (None on the others). Values travel
     /// as JSON, so any serialisable report can be gathered.
     pub fn gather<T: Serialize + DeserializeOwned>(&self, v: &T) -> Result<Option<Vec<T>>> {
@@ -322,6 +343,7 @@ mod tests {
         c.barrier();
         assert_eq!(c.all_gather_f64(2.5), vec![2.5]);
         assert_eq!(c.broadcast_u64(7), 7);
+        assert_eq!(c.broadcast(Some(&vec![1u8, 2])).unwrap(), vec![1u8, 2]);
         assert_eq!(c.gather(&"x".to_string()).unwrap(), Some(vec!["x".into()]));
         let e = c.agree::<()>(Err(anyhow!("boom"))).unwrap_err();
         assert_eq!(e.to_string(), "boom");

@@ -256,9 +256,21 @@ fn run_dof(a: BenchDofArgs) -> Result<i32> {
 }
 
 fn run_paf(a: BenchPafArgs) -> Result<i32> {
+    if !a.mpi {
+        return run_paf_on(a, None);
+    }
+    let cluster = crate::cluster::Cluster::init()?;
+    let r = run_paf_on(a, Some(&cluster));
+    cluster.finish(r)
+}
+
+fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Result<i32> {
     use crate::bench::paf_matrix::{self, MatrixSpec};
     use crate::report::bench_runs as runs;
-    crate::scratch::require_root("bench paf")?;
+    match cluster {
+        Some(c) => c.agree(crate::scratch::require_root("bench paf"))?,
+        None => crate::scratch::require_root("bench paf")?,
+    }
     let spec = MatrixSpec {
         fs: a.fs,
         fs_size: a.fs_size,
@@ -270,20 +282,30 @@ fn run_paf(a: BenchPafArgs) -> Result<i32> {
         file_size: a.file_size,
         seed: a.seed,
         csv: a.csv,
+        ranks: cluster.map_or(1, |c| c.size() as u64),
     };
-    paf_matrix::validate(&spec)?;
+    if cluster.is_none() {
+        paf_matrix::validate(&spec)?;
+    }
     let bar = progress(
         (spec.capacities.len() * spec.frags.len()) as u64,
         "cells (capacity × fragmentation)",
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
-    let report = paf_matrix::run(&spec, &mut |c, p, skipped| {
+    let mut on_cell = |c, p, skipped| {
         bar.set_message(format!(
             "last {c}% / {p}%{}",
             if skipped { " (already in the CSV)" } else { "" }
         ));
         bar.inc(1);
-    })?;
+    };
+    let report = match cluster {
+        None => paf_matrix::run(&spec, &mut on_cell)?,
+        Some(c) => match paf_matrix::run_ranks(&spec, c, &mut on_cell)? {
+            Some(r) => r,
+            None => return Ok(0),
+        },
+    };
     bar.finish_and_clear();
     let plots = match &a.plot_dir {
         Some(dir) => runs::paf_plots(dir, &report)?,
