@@ -27,6 +27,8 @@ fn main() {
     };
     match fragkit::cmd::dispatch(cli) {
         Ok(code) => std::process::exit(code),
+        // `fragkit scan ... | head`: the reader has what it wanted; not an error.
+        Err(e) if broken_pipe(&e) => std::process::exit(0),
         Err(e) => {
             // Ranks other than 0 whose peer failed stay quiet: the failing rank and rank 0
             // have said it.
@@ -39,4 +41,15 @@ fn main() {
             std::process::exit(2);
         }
     }
+}
+
+/// Whether the error (anywhere in its chain) is a write to a closed pipe.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
+    })
 }

@@ -1,21 +1,11 @@
 //! `fragkit age layout|fragpicker-synthetic|hypothetical|paf|profile`: thin wrappers over
-//! the generators in `crate::age`, printing their JSON report or a short summary.
+//! the generators in `crate::age`; `report::age` prints their summaries.
 
 use anyhow::Result;
-use serde::Serialize;
 
 use crate::age;
 use crate::cli::{AgeAction, InfoFormat};
-use crate::units::HumanBytes;
-
-fn print_json<T: Serialize>(report: &T) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(report)?);
-    Ok(())
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.1}%", 100.0 * x)
-}
+use crate::report::{self, age as out};
 
 pub fn run(action: AgeAction) -> Result<i32> {
     match action {
@@ -30,28 +20,10 @@ pub fn run(action: AgeAction) -> Result<i32> {
                 progress: true,
             };
             let r = age::layout::build(&spec)?;
-            match a.format {
-                InfoFormat::Json => print_json(&r)?,
-                InfoFormat::Table => {
-                    println!(
-                        "{}: {} on {} by {:?}: {} fragments (requested {}), sizes {}..{} (mean {}), \
-                         distances {}..{}; within one block: size {}, distance {}",
-                        r.achieved.path.display(),
-                        HumanBytes(r.achieved.size),
-                        r.achieved.fs,
-                        r.technique,
-                        r.achieved.fragments,
-                        r.requested.fragments,
-                        HumanBytes(r.achieved.frag_sizes.min),
-                        HumanBytes(r.achieved.frag_sizes.max),
-                        HumanBytes(r.achieved.frag_sizes.mean() as u64),
-                        HumanBytes(r.achieved.frag_distances.min),
-                        HumanBytes(r.achieved.frag_distances.max),
-                        pct(r.size_fidelity),
-                        pct(r.distance_fidelity),
-                    );
-                }
-            }
+            report::to_stdout(|w| match a.format {
+                InfoFormat::Json => report::write_json_pretty(w, &r),
+                InfoFormat::Table => out::layout(w, &r),
+            })?;
             Ok(0)
         }
         AgeAction::Paf(a) => {
@@ -72,59 +44,10 @@ pub fn run(action: AgeAction) -> Result<i32> {
                 opts.threads = t;
             }
             let r = age::paf::run(&spec, &a.target, &opts)?;
-            match a.format {
-                InfoFormat::Json => print_json(&r)?,
-                InfoFormat::Table => {
-                    for g in r.generations.iter().filter(|_| r.dry_run) {
-                        println!(
-                            "generation {} (planned): {} files of {}, then delete {}",
-                            g.generation,
-                            g.files_written,
-                            HumanBytes(g.file_size),
-                            g.files_deleted
-                        );
-                    }
-                    for g in r.generations.iter().filter(|_| !r.dry_run) {
-                        println!(
-                            "generation {}: {} files of {} ({} at {}/s), {:.1}% -> {:.1}% full, deleted {} -> {:.1}%",
-                            g.generation,
-                            g.files_written,
-                            HumanBytes(g.file_size),
-                            HumanBytes(g.bytes_written),
-                            HumanBytes(g.populate_bytes_per_second as u64),
-                            g.used_pct_before,
-                            g.used_pct_after_fill,
-                            g.files_deleted,
-                            g.used_pct_after_delete
-                        );
-                    }
-                    println!(
-                        "{} (seed {}): {} files, {:.1}% of {} used, layout score {:.4}, file set {}",
-                        r.spec,
-                        r.seed,
-                        r.files,
-                        r.used_pct,
-                        HumanBytes(r.capacity),
-                        r.layout_score,
-                        r.file_set_digest
-                    );
-                    if let Some(fs) = &r.free_space {
-                        let buckets: Vec<String> = fs
-                            .extents
-                            .buckets
-                            .iter()
-                            .map(|b| format!("{}+: {}", HumanBytes(b.min), b.count))
-                            .collect();
-                        println!(
-                            "free space ({}): {} in {} extents [{}]",
-                            fs.source,
-                            HumanBytes(fs.free_bytes),
-                            fs.extents.count,
-                            buckets.join(", ")
-                        );
-                    }
-                }
-            }
+            report::to_stdout(|w| match a.format {
+                InfoFormat::Json => report::write_json_pretty(w, &r),
+                InfoFormat::Table => out::paf(w, &r),
+            })?;
             Ok(0)
         }
         AgeAction::Hypothetical(a) => {
@@ -141,47 +64,18 @@ pub fn run(action: AgeAction) -> Result<i32> {
                 seed: a.seed,
             };
             let r = age::hypothetical::build(&spec)?;
-            match a.format {
-                InfoFormat::Json => print_json(&r)?,
-                InfoFormat::Table => println!(
-                    "{}: {} {} {} chunks of {} (stripe {}) on {} [{}{}]: {} fragments, distances {}..{}",
-                    r.achieved.path.display(),
-                    r.mode,
-                    r.pattern,
-                    r.chunks,
-                    HumanBytes(r.chunk),
-                    HumanBytes(r.stripe),
-                    r.setup.fs,
-                    r.setup.mount_options,
-                    r.setup
-                        .tunables
-                        .iter()
-                        .map(|(k, v)| format!("; {k}={v}"))
-                        .collect::<String>(),
-                    r.achieved.fragments,
-                    HumanBytes(r.achieved.frag_distances.min),
-                    HumanBytes(r.achieved.frag_distances.max),
-                ),
-            }
+            report::to_stdout(|w| match a.format {
+                InfoFormat::Json => report::write_json_pretty(w, &r),
+                InfoFormat::Table => out::hypothetical(w, &r),
+            })?;
             Ok(0)
         }
         AgeAction::FragpickerSynthetic(a) => {
             let r = age::fragpicker::synthetic(&a.dir, a.files, a.size, a.seed)?;
-            match a.format {
-                InfoFormat::Json => print_json(&r)?,
-                InfoFormat::Table => {
-                    for f in &r.files {
-                        println!(
-                            "{}: {} fragments (expected {} if fully interleaved), sizes {}..{}",
-                            f.path.display(),
-                            f.fragments,
-                            r.expected_fragments_per_file,
-                            HumanBytes(f.frag_sizes.min),
-                            HumanBytes(f.frag_sizes.max)
-                        );
-                    }
-                }
-            }
+            report::to_stdout(|w| match a.format {
+                InfoFormat::Json => report::write_json_pretty(w, &r),
+                InfoFormat::Table => out::fragpicker_synthetic(w, &r),
+            })?;
             Ok(0)
         }
         AgeAction::Profile(a) => {
@@ -196,37 +90,10 @@ pub fn run(action: AgeAction) -> Result<i32> {
                 progress: true,
             };
             let r = age::profile::run(&spec)?;
-            match a.format {
-                InfoFormat::Json => print_json(&r)?,
-                InfoFormat::Table => {
-                    println!(
-                        "step  churn_written  files  used%  layout_score  fragments  free_extents"
-                    );
-                    for p in &r.series {
-                        println!(
-                            "{:>4}  {:>13}  {:>5}  {:>5.1}  {:>12.4}  {:>9}  {:>12}",
-                            p.step,
-                            HumanBytes(p.churn_bytes).to_string(),
-                            p.files,
-                            p.used_pct,
-                            p.layout_score,
-                            p.fragments,
-                            p.free_space
-                                .as_ref()
-                                .map_or("-".to_string(), |f| f.extents.count.to_string())
-                        );
-                    }
-                    println!(
-                        "profile {} (seed {}): {} created, {} deleted, {} written, file set {}",
-                        r.profile.name,
-                        r.seed,
-                        r.files_created,
-                        r.files_deleted,
-                        HumanBytes(r.bytes_written),
-                        r.file_set_digest
-                    );
-                }
-            }
+            report::to_stdout(|w| match a.format {
+                InfoFormat::Json => report::write_json_pretty(w, &r),
+                InfoFormat::Table => out::profile(w, &r),
+            })?;
             Ok(0)
         }
     }

@@ -1,6 +1,6 @@
 //! `fragkit bench read|write FILE...` and `fragkit bench writes -- COMMAND...`
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -53,16 +53,6 @@ pub(crate) fn engine_kind(e: EngineArg) -> EngineKind {
     }
 }
 
-pub(crate) fn write_output(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-    let stdout = io::stdout();
-    let mut w = io::BufWriter::new(stdout.lock());
-    match f(&mut w).and_then(|_| w.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => bail!("writing output: {e}"),
-    }
-}
-
 fn spec_for(a: &BenchIoArgs, op: Op, path: &Path) -> JobSpec {
     let mut spec = JobSpec::new(path, op);
     spec.block_size = a.bs;
@@ -105,7 +95,7 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
         jobs.push(BenchJob { result, layout });
     }
     bar.finish_and_clear();
-    write_output(|w| match a.format {
+    crate::report::to_stdout(|w| match a.format {
         BenchFormat::Table => out::write_table(w, &jobs),
         BenchFormat::Json => out::write_json(w, &jobs),
         BenchFormat::Csv => out::write_csv(w, &jobs),
@@ -153,7 +143,7 @@ fn run_writes(a: BenchWritesArgs) -> Result<i32> {
         seconds,
         counts: before.delta(&after),
     };
-    write_output(|w| match a.format {
+    crate::report::to_stdout(|w| match a.format {
         BenchFormat::Table => out::write_writes_table(w, &report),
         BenchFormat::Json => out::write_writes_json(w, &report),
         BenchFormat::Csv => out::write_writes_csv(w, &report),
@@ -205,7 +195,7 @@ fn run_sweep(a: BenchSweepArgs) -> Result<i32> {
     if let Some(png) = &a.plot {
         runs::sweep_plot(png, &report)?;
     }
-    write_output(|w| match a.format {
+    crate::report::to_stdout(|w| match a.format {
         BenchFormat::Table => runs::sweep_table(w, &report),
         BenchFormat::Json => runs::sweep_json(w, &report),
         BenchFormat::Csv => runs::sweep_csv(w, &report),
@@ -247,7 +237,7 @@ fn run_dof(a: BenchDofArgs) -> Result<i32> {
     if let Some(png) = &a.plot {
         runs::dof_plot(png, &report)?;
     }
-    write_output(|w| match a.format {
+    crate::report::to_stdout(|w| match a.format {
         BenchFormat::Table => runs::dof_table(w, &report),
         BenchFormat::Json => runs::dof_json(w, &report),
         BenchFormat::Csv => runs::dof_csv(w, &report),
@@ -311,7 +301,7 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
         Some(dir) => runs::paf_plots(dir, &report)?,
         None => Vec::new(),
     };
-    write_output(|w| match a.format {
+    crate::report::to_stdout(|w| match a.format {
         BenchFormat::Table => runs::paf_table(w, &report),
         BenchFormat::Json => runs::paf_json(w, &report),
         BenchFormat::Csv => runs::paf_csv(w, &report),

@@ -8,8 +8,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::cli::{DefragArgs, DefragMethod, DefragMode, ReportFormat};
 use crate::defrag::migrate::Method;
 use crate::defrag::plan::{Mode, Profile};
-use crate::defrag::{self, DefragOptions, DefragReport};
-use crate::units::{short_size, HumanBytes};
+use crate::defrag::{self, DefragOptions};
+use crate::report::{self, defrag as out};
 
 pub fn run(args: DefragArgs) -> Result<i32> {
     let mode = match args.mode {
@@ -67,103 +67,14 @@ pub fn run(args: DefragArgs) -> Result<i32> {
     };
     let report = defrag::run(&args.paths, &opts, &progress)?;
     bar.finish_and_clear();
-    match args.format {
-        ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        ReportFormat::Table => print_table(&report),
-    }
+    report::to_stdout(|w| match args.format {
+        ReportFormat::Json => report::write_json_pretty(w, &report),
+        ReportFormat::Table => out::write_table(w, &report),
+    })?;
     let s = &report.summary;
     Ok(if s.verify_failures > 0 || s.ranges_failed > 0 {
         1
     } else {
         0
     })
-}
-
-fn print_table(r: &DefragReport) {
-    let label = short_size(r.request_size);
-    println!(
-        "{:>9} {:>9} {:>10} {:>10}  {:<22} PATH",
-        "FRAGS",
-        format!("REQ@{label}"),
-        "PLANNED",
-        "MOVED",
-        "RESULT"
-    );
-    for f in &r.files {
-        let result = if let Some(why) = &f.refused {
-            format!("refused: {why}")
-        } else if r.dry_run {
-            format!("{} ranges planned", f.ranges.len())
-        } else {
-            let moved = f.ranges.iter().filter(|x| x.status == "moved").count();
-            let failed = f.ranges.iter().filter(|x| x.status == "failed").count();
-            let skipped = f.ranges.iter().filter(|x| x.status == "skipped").count();
-            format!("{moved} moved, {skipped} skipped, {failed} failed")
-        };
-        println!(
-            "{:>4}→{:<4} {:>4}→{:<4} {:>10} {:>10}  {:<22} {}",
-            f.fragments_before,
-            f.fragments_after,
-            f.split_before,
-            f.split_after,
-            HumanBytes(f.bytes_planned).to_string(),
-            HumanBytes(f.bytes_moved).to_string(),
-            result,
-            f.path.display()
-        );
-        for x in f.ranges.iter().filter(|x| x.reason.is_some()) {
-            println!(
-                "      range {}+{}: {}",
-                x.offset,
-                x.length,
-                x.reason.as_deref().unwrap_or_default()
-            );
-        }
-    }
-    let s = &r.summary;
-    println!();
-    println!(
-        "{} mode at {label}{}: {} files scanned, {} planned, {} changed, {} refused",
-        r.mode,
-        if r.dry_run { " (dry run)" } else { "" },
-        s.files_scanned,
-        s.files_planned,
-        s.files_changed,
-        s.files_refused
-    );
-    println!(
-        "ranges: {} planned, {} moved, {} skipped, {} failed; bytes: {} planned, {} moved",
-        s.ranges_planned,
-        s.ranges_moved,
-        s.ranges_skipped,
-        s.ranges_failed,
-        HumanBytes(s.bytes_planned),
-        HumanBytes(s.bytes_moved)
-    );
-    println!(
-        "extra requests at {label} for one sequential read of each file: {} before, {} after{}; {:.1} s",
-        s.extra_before,
-        s.extra_after,
-        if r.dry_run { " (expected)" } else { "" },
-        s.elapsed_ms as f64 / 1000.0
-    );
-    for t in &r.tunables {
-        println!(
-            "{}: {} -> {} for the run, {}",
-            t.knob.display(),
-            t.from,
-            t.to,
-            if t.restored {
-                format!("restored to {}", t.from)
-            } else {
-                "NOT RESTORED".to_string()
-            }
-        );
-    }
-    if s.verify_failures > 0 {
-        println!("VERIFICATION FAILED on {} ranges", s.verify_failures);
-    }
-    if s.budget_exhausted {
-        println!("--budget reached: some ranges were left for a later run");
-    }
 }

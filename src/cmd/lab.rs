@@ -27,11 +27,9 @@ pub fn run(a: LabArgs) -> Result<i32> {
     };
     let report = lab::run(&spec)?;
     let out = a.out.canonicalize().unwrap_or(a.out);
-    match a.format {
-        InfoFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        InfoFormat::Table => crate::cmd::bench::write_output(|w| {
-            crate::report::lab::write_summary(w, &report, &out)
-        })?,
-    }
+    crate::report::to_stdout(|w| match a.format {
+        InfoFormat::Json => crate::report::write_json_pretty(w, &report),
+        InfoFormat::Table => crate::report::lab::write_summary(w, &report, &out),
+    })?;
     Ok(0)
 }

@@ -1,51 +1,22 @@
 //! `fragkit map PATH --out map.png` and `fragkit map PATH --fragtracer DIR`
 
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 
 use crate::cli::{MapArgs, MapFormat};
 use crate::freespace;
 use crate::layout::walk::{self, WalkOptions};
 use crate::render::blockmap::physical_map;
 use crate::render::{fragtracer, picture, ColorConfig, ImgConfig};
+use crate::report;
+use crate::report::map::{self as out, PictureSummary, Summary};
 use crate::scan::{scan_roots, ScanResult, DEFAULT_REQUEST_SIZE};
 use crate::sys::fsinfo::{self, FsInfo};
-
-#[derive(Serialize)]
-struct Summary {
-    version: u32,
-    path: PathBuf,
-    files: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    picture: Option<PictureSummary>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fragtracer: Option<fragtracer::ArtefactSummary>,
-    /// Wall time: mapping the files (FIEMAP), then everything after it (GETFSMAP, layout,
-    /// drawing, writing), then in total.
-    scan_seconds: f64,
-    render_seconds: f64,
-    seconds: f64,
-}
-
-#[derive(Serialize)]
-struct PictureSummary {
-    out: PathBuf,
-    whole_fs: bool,
-    fsmap: bool,
-    block_size: u64,
-    blocks_per_box: u64,
-    boxes: u64,
-    columns: u32,
-    rows: u32,
-    segments: u64,
-    skipped_runs: u64,
-}
 
 enum PicFormat {
     Png,
@@ -238,48 +209,9 @@ pub fn run(args: MapArgs) -> Result<i32> {
     }
     summary.seconds = started.elapsed().as_secs_f64();
     summary.render_seconds = scanned.elapsed().as_secs_f64();
-    let mut o = io::stdout().lock();
-    match args.format {
-        MapFormat::Json => {
-            serde_json::to_writer(&mut o, &summary)?;
-            writeln!(o)?;
-        }
-        MapFormat::Table => {
-            if let Some(p) = &summary.picture {
-                writeln!(
-                    o,
-                    "wrote {}: {} files, {} boxes ({} per row, 1 box = {} block{} of {} B){} in {:.2} s (mapping files {:.2} s, drawing {:.2} s)",
-                    p.out.display(),
-                    summary.files,
-                    p.boxes,
-                    p.columns,
-                    p.blocks_per_box,
-                    if p.blocks_per_box == 1 { "" } else { "s" },
-                    p.block_size,
-                    if p.skipped_runs > 0 {
-                        format!(", {} long contiguous runs not drawn", p.skipped_runs)
-                    } else {
-                        String::new()
-                    },
-                    summary.seconds,
-                    summary.scan_seconds,
-                    summary.render_seconds
-                )?;
-            }
-            if let Some(a) = &summary.fragtracer {
-                writeln!(
-                    o,
-                    "wrote {}, {}, {}: {} files, {} extents, {} rows ({} unwritten/unplaced dropped)",
-                    a.info.display(),
-                    a.proc.display(),
-                    a.image.display(),
-                    a.files,
-                    a.extents,
-                    a.proc_rows,
-                    a.dropped_extents
-                )?;
-            }
-        }
-    }
+    report::to_stdout(|w| match args.format {
+        MapFormat::Json => out::write_json(w, &summary),
+        MapFormat::Table => out::write_table(w, &summary),
+    })?;
     Ok(if result.errors.is_empty() { 0 } else { 1 })
 }

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use crate::bench::probe::{infer_alignment, AlignmentPoint};
 use crate::bench::stats::trimmed_mean;
 use crate::cli::{BenchFormat, ProbeAction, ProbeAlignmentArgs, ProbeInterfaceArgs};
-use crate::cmd::bench::{progress, write_output};
+use crate::cmd::bench::progress;
 use crate::io::{run_job, BlockDevice, EngineKind, JobSpec, Op, Pattern};
 use crate::report::probe::{
     self as out, AlignmentReport, AlignmentRow, InterfaceReport, InterfaceRow, ProbeTarget,
@@ -160,7 +160,7 @@ fn alignment(a: ProbeAlignmentArgs) -> Result<i32> {
         points: rows,
         inference,
     };
-    write_output(|w| match a.format {
+    crate::report::to_stdout(|w| match a.format {
         BenchFormat::Table => out::write_alignment_table(w, &report),
         BenchFormat::Json => out::write_json(w, &report),
         BenchFormat::Csv => out::write_alignment_csv(w, &report),
@@ -225,7 +225,7 @@ fn interface(a: ProbeInterfaceArgs) -> Result<i32> {
     }
     bar.finish_and_clear();
     let report = InterfaceReport::new(target, a.bytes, a.iterations, rows);
-    write_output(|w| match a.format {
+    crate::report::to_stdout(|w| match a.format {
         BenchFormat::Table => out::write_interface_table(w, &report),
         BenchFormat::Json => out::write_json(w, &report),
         BenchFormat::Csv => out::write_interface_csv(w, &report),

@@ -1,7 +1,5 @@
 //! `fragkit scan PATH...`
 
-use std::io::{self, BufWriter, Write};
-
 use anyhow::{bail, Result};
 
 use crate::cli::{ScanArgs, ScanFormat, SortKey};
@@ -81,26 +79,16 @@ pub fn run(args: ScanArgs) -> Result<i32> {
         listed.clear();
     }
 
-    let stdout = io::stdout();
-    let mut w = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let written = match args.format {
-        ScanFormat::Table => {
-            out::write_table(&mut w, &result, &listed, matching, args.summary_only)
-        }
-        ScanFormat::Json => out::write_json(&mut w, &result, &listed),
-        ScanFormat::Ndjson => out::write_ndjson(&mut w, &result, &listed),
-        ScanFormat::Csv => out::write_csv(&mut w, &result, &listed),
+    crate::report::to_stdout(|w| match args.format {
+        ScanFormat::Table => out::write_table(w, &result, &listed, matching, args.summary_only),
+        ScanFormat::Json => out::write_json(w, &result, &listed),
+        ScanFormat::Ndjson => out::write_ndjson(w, &result, &listed),
+        ScanFormat::Csv => out::write_csv(w, &result, &listed),
         ScanFormat::Filefrag => {
             let mut p = FilefragPrinter::default();
-            listed.iter().try_for_each(|f| p.print(&mut w, &f.file))
+            listed.iter().try_for_each(|f| p.print(w, &f.file))
         }
-    };
-    match written.and_then(|_| w.flush()) {
-        Ok(()) => {}
-        // `fragkit scan ... | head` is not an error.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
-        Err(e) => bail!("writing output: {e}"),
-    }
+    })?;
     Ok(if result.errors.is_empty() { 0 } else { 1 })
 }
 

@@ -3,6 +3,7 @@
 use anyhow::Result;
 
 use crate::cli::{InfoFormat, ScratchAction};
+use crate::report::scratch as out;
 use crate::scratch::{self, Scratch, ScratchSpec};
 
 pub fn run(action: ScratchAction) -> Result<i32> {
@@ -43,39 +44,19 @@ pub fn run(action: ScratchAction) -> Result<i32> {
         }
         ScratchAction::List { format } => {
             let list = scratch::list_mounted();
-            match format {
-                InfoFormat::Json => println!("{}", serde_json::to_string_pretty(&list)?),
-                InfoFormat::Table => {
-                    for i in list {
-                        println!(
-                            "{}\t{}\t{}\t{}",
-                            i.mountpoint.display(),
-                            i.fs,
-                            crate::units::HumanBytes(i.size),
-                            i.loop_device.display()
-                        );
-                    }
-                }
-            }
+            crate::report::to_stdout(|w| match format {
+                InfoFormat::Json => crate::report::write_json_pretty(w, &list),
+                InfoFormat::Table => out::write_list(w, &list),
+            })?;
             Ok(0)
         }
     }
 }
 
 fn print_info(info: &scratch::ScratchInfo, format: InfoFormat) -> Result<i32> {
-    match format {
-        InfoFormat::Json => println!("{}", serde_json::to_string_pretty(info)?),
-        InfoFormat::Table => {
-            println!("{}", info.mountpoint.display());
-            eprintln!(
-                "{} of {} on {} (image {}); remove with: fragkit scratch destroy {}",
-                crate::units::HumanBytes(info.size),
-                info.fs,
-                info.loop_device.display(),
-                info.image.display(),
-                info.mountpoint.display()
-            );
-        }
-    }
+    crate::report::to_stdout(|w| match format {
+        InfoFormat::Json => crate::report::write_json_pretty(w, info),
+        InfoFormat::Table => out::write_info(w, &mut std::io::stderr(), info),
+    })?;
     Ok(0)
 }

@@ -6,16 +6,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
 
 use crate::cli::{TraceArgs, TraceFormat};
-use crate::layout::walk::map_path;
-use crate::metrics::range_request_count;
+use crate::report::{self, trace as out};
 use crate::trace::collect::Collector;
 use crate::trace::loader::{self, Filter, Stop};
-use crate::trace::profile::Profile;
 use crate::trace::ranges::Hotness;
-use crate::units::HumanBytes;
+use crate::trace::summary::summarize;
 
 /// Exit status: that of CMD when one was launched (128+signal if it was killed), else 0.
 pub fn run(args: TraceArgs) -> Result<i32> {
@@ -79,54 +76,18 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             .map_err(|e| anyhow::anyhow!("writing the profile to {}: {e}", out.display()))?;
     }
 
-    let stdout = io::stdout();
-    let mut w = stdout.lock();
-    let written = if args.summary {
-        let s = summarize(&profile, args.request_size);
-        match args.format {
-            TraceFormat::Json => writeln!(w, "{}", serde_json::to_string_pretty(&s)?),
-            TraceFormat::Table => write_summary(&mut w, &s, args.top),
+    let summary = args.summary.then(|| summarize(&profile, args.request_size));
+    // The closing lines go to stderr even when stdout was closed early.
+    let written = report::to_stdout(|w| match (&summary, args.format) {
+        (Some(s), TraceFormat::Json) => report::write_json_pretty(w, s),
+        (Some(s), TraceFormat::Table) => out::write_summary(w, s, args.top),
+        (None, _) if args.output.is_none() || args.format == TraceFormat::Json => {
+            writeln!(w, "{}", profile.to_json())
         }
-    } else if args.output.is_none() || args.format == TraceFormat::Json {
-        writeln!(w, "{}", profile.to_json())
-    } else {
-        Ok(())
-    };
-    match written.and_then(|_| w.flush()) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => bail!("writing output: {e}"),
-    }
-
-    let ranges: usize = profile.files.iter().map(|f| f.ranges.len()).sum();
-    eprintln!(
-        "fragkit: traced {} calls in {:.1} s ({} dropped); {} files, {} ranges{}{}",
-        stats.events,
-        stats.duration.as_secs_f64(),
-        stats.dropped(),
-        profile.files.len(),
-        ranges,
-        if profile.unresolved_files > 0 {
-            format!(
-                " ({} files without a path: deleted?)",
-                profile.unresolved_files
-            )
-        } else {
-            String::new()
-        },
-        match &args.output {
-            Some(p) => format!("; profile in {}", p.display()),
-            None => String::new(),
-        }
-    );
-    if stats.dropped() > 0 {
-        eprintln!(
-            "fragkit: {} records dropped ({} ring buffer full, {} calls without task storage): the profile undercounts",
-            stats.dropped(),
-            stats.dropped_ring,
-            stats.dropped_pending
-        );
-    }
+        (None, _) => Ok(()),
+    });
+    out::write_end(&mut io::stderr(), &stats, &profile, args.output.as_deref())?;
+    written?;
     Ok(match stats.command_status {
         Some(s) => {
             use std::os::unix::process::ExitStatusExt;
@@ -134,124 +95,4 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         }
         None => 0,
     })
-}
-
-#[derive(Debug, Serialize)]
-pub struct Summary {
-    pub version: u32,
-    pub kind: &'static str,
-    pub duration_ns: u64,
-    pub events: u64,
-    pub dropped: u64,
-    pub request_size: u64,
-    /// Hottest first.
-    pub ranges: Vec<SummaryRange>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct SummaryRange {
-    pub path: String,
-    pub offset: u64,
-    pub length: u64,
-    pub reads: u64,
-    pub writes: u64,
-    /// Data fragments the range touches now (None if the file could not be mapped).
-    pub fragments: Option<u64>,
-    /// S(R) − I(R) for reading just this range: device requests each access spends
-    /// because of fragmentation.
-    pub extra_requests_per_access: Option<u64>,
-}
-
-fn summarize(p: &Profile, request_size: u64) -> Summary {
-    let mut ranges = Vec::new();
-    for f in &p.files {
-        let runs = map_path(&f.path, false).ok().map(|s| s.layout.data_runs());
-        for r in &f.ranges {
-            let (fragments, extra) = match &runs {
-                Some(runs) => {
-                    let touched = runs
-                        .iter()
-                        .filter(|x| x.logical < r.end() && x.logical_end() > r.offset)
-                        .count() as u64;
-                    let rc = range_request_count(runs, r.offset, r.end(), request_size);
-                    (Some(touched), Some(rc.extra()))
-                }
-                None => (None, None),
-            };
-            ranges.push(SummaryRange {
-                path: f.path.display().to_string(),
-                offset: r.offset,
-                length: r.length,
-                reads: r.reads,
-                writes: r.writes,
-                fragments,
-                extra_requests_per_access: extra,
-            });
-        }
-    }
-    ranges.sort_by(|a, b| {
-        (b.reads + b.writes)
-            .cmp(&(a.reads + a.writes))
-            .then(
-                b.extra_requests_per_access
-                    .cmp(&a.extra_requests_per_access),
-            )
-            .then(a.path.cmp(&b.path))
-            .then(a.offset.cmp(&b.offset))
-    });
-    Summary {
-        version: 1,
-        kind: "fragkit-trace-summary",
-        duration_ns: p.duration_ns,
-        events: p.events,
-        dropped: p.dropped,
-        request_size,
-        ranges,
-    }
-}
-
-fn write_summary(w: &mut impl Write, s: &Summary, top: usize) -> io::Result<()> {
-    let shown = if top == 0 {
-        s.ranges.len()
-    } else {
-        top.min(s.ranges.len())
-    };
-    writeln!(
-        w,
-        "hottest {shown} of {} ranges (extra requests per access at R = {}):",
-        s.ranges.len(),
-        HumanBytes(s.request_size)
-    )?;
-    writeln!(
-        w,
-        "{:>8} {:>8} {:>14} {:>10} {:>6} {:>7}  PATH",
-        "READS", "WRITES", "OFFSET", "LENGTH", "FRAGS", "EXTRA"
-    )?;
-    let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
-    for r in &s.ranges[..shown] {
-        writeln!(
-            w,
-            "{:>8} {:>8} {:>14} {:>10} {:>6} {:>7}  {}",
-            r.reads,
-            r.writes,
-            r.offset,
-            HumanBytes(r.length).to_string(),
-            opt(r.fragments),
-            opt(r.extra_requests_per_access),
-            r.path
-        )?;
-    }
-    let extra: u64 = s
-        .ranges
-        .iter()
-        .filter_map(|r| {
-            r.extra_requests_per_access
-                .map(|x| x * (r.reads + r.writes))
-        })
-        .sum();
-    writeln!(
-        w,
-        "{} calls traced, {} dropped; fragmentation cost the traced accesses {} extra requests",
-        s.events, s.dropped, extra
-    )
 }

@@ -181,48 +181,25 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     } else {
         0.0
     };
-    match args.format {
-        InfoFormat::Json => {
-            let v = serde_json::json!({
-                "version": 1,
-                "db": db,
-                "source": engine.source_name(),
-                "ticks": ticks,
-                "seconds": start.elapsed().as_secs_f64(),
-                "first_scan_ms": first_scan.as_secs_f64() * 1e3,
-                "mean_tick_ms": mean_ms,
-                "max_tick_ms": tick_ms_max,
-                "events": events,
-                "changed_files": changed_total,
-                "full_rescans": engine.full_rescans,
-                "totals": t,
-            });
-            println!("{v}");
-        }
-        InfoFormat::Table => {
-            println!(
-                "watched {} ticks over {:.1} s with {}: {} files, {} fragmented, {} fragments, {} extra requests at {}",
-                ticks,
-                start.elapsed().as_secs_f64(),
-                engine.source_name(),
-                t.files,
-                t.fragmented_files,
-                t.fragments,
-                t.extra_requests(),
-                crate::units::short_size(args.request_size)
-            );
-            println!(
-                "first scan {:.1} ms; ticks mean {:.2} ms, max {:.2} ms; {} events, {} file records changed, {} full rescans",
-                first_scan.as_secs_f64() * 1e3,
-                mean_ms,
-                tick_ms_max,
-                events,
-                changed_total,
-                engine.full_rescans
-            );
-            println!("history: {}", db.display());
-        }
-    }
+    let run = crate::report::watch::RunSummary {
+        version: 1,
+        db: db.clone(),
+        source: engine.source_name(),
+        ticks,
+        seconds: start.elapsed().as_secs_f64(),
+        first_scan_ms: first_scan.as_secs_f64() * 1e3,
+        mean_tick_ms: mean_ms,
+        max_tick_ms: tick_ms_max,
+        events,
+        changed_files: changed_total,
+        full_rescans: engine.full_rescans,
+        totals: *t,
+        request_size: args.request_size,
+    };
+    crate::report::to_stdout(|w| match args.format {
+        InfoFormat::Json => crate::report::watch::write_run_json(w, &run),
+        InfoFormat::Table => crate::report::watch::write_run_table(w, &run),
+    })?;
     Ok(0)
 }
 

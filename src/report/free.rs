@@ -14,7 +14,11 @@ pub const BTRFS_NOTE: &str = "btrfs has no GETFSMAP: free-extent counts, sizes, 
 the largest free run and per-group free extents are not available; shown instead: space \
 allocated to chunks and used in them per type (BTRFS_IOC_SPACE_INFO) and statfs totals";
 
-pub fn write_table(out: &mut impl Write, v: &FreeSpaceView, all_groups: bool) -> io::Result<()> {
+pub fn write_table(
+    out: &mut (impl Write + ?Sized),
+    v: &FreeSpaceView,
+    all_groups: bool,
+) -> io::Result<()> {
     match v {
         FreeSpaceView::Fsmap(f) => write_fsmap_table(out, f, all_groups),
         FreeSpaceView::Btrfs { info, spaces } => {
@@ -48,7 +52,11 @@ pub fn write_table(out: &mut impl Write, v: &FreeSpaceView, all_groups: bool) ->
     }
 }
 
-fn write_fsmap_table(out: &mut impl Write, f: &FreeSpace, all_groups: bool) -> io::Result<()> {
+fn write_fsmap_table(
+    out: &mut (impl Write + ?Sized),
+    f: &FreeSpace,
+    all_groups: bool,
+) -> io::Result<()> {
     let bs = f.block_size;
     let b = |blocks: u64| HumanBytes(blocks * bs);
     writeln!(out, "{} on {}, block size {bs}", f.fs_type, f.device)?;
@@ -150,7 +158,7 @@ fn write_fsmap_table(out: &mut impl Write, f: &FreeSpace, all_groups: bool) -> i
     Ok(())
 }
 
-pub fn write_json(out: &mut impl Write, v: &FreeSpaceView) -> io::Result<()> {
+pub fn write_json(out: &mut (impl Write + ?Sized), v: &FreeSpaceView) -> io::Result<()> {
     match v {
         FreeSpaceView::Fsmap(f) => {
             #[derive(Serialize)]
@@ -200,7 +208,11 @@ pub fn write_json(out: &mut impl Write, v: &FreeSpaceView) -> io::Result<()> {
 }
 
 /// CSV: the histogram, or with `groups` one row per group; btrfs: one row per chunk type.
-pub fn write_csv(out: &mut impl Write, v: &FreeSpaceView, groups: bool) -> io::Result<()> {
+pub fn write_csv(
+    out: &mut (impl Write + ?Sized),
+    v: &FreeSpaceView,
+    groups: bool,
+) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     match v {
         FreeSpaceView::Fsmap(f) if groups => {

@@ -1,6 +1,7 @@
 //! `fragkit watch report`: fragmentation over time and the moments files first became
 //! fragmented, from a watch's history database; text, JSON, CSV and a PNG plot.
 
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -29,6 +30,52 @@ pub struct History {
     pub file: Option<(String, Vec<(f64, FileSummary)>)>,
     /// Where the plot was written.
     pub png: Option<PathBuf>,
+}
+
+/// What a finished `fragkit watch` did.
+#[derive(serde::Serialize)]
+pub struct RunSummary {
+    pub version: u32,
+    pub db: PathBuf,
+    pub source: &'static str,
+    pub ticks: u64,
+    pub seconds: f64,
+    pub first_scan_ms: f64,
+    pub mean_tick_ms: f64,
+    pub max_tick_ms: f64,
+    pub events: u64,
+    pub changed_files: u64,
+    pub full_rescans: u64,
+    pub totals: crate::watch::store::Totals,
+    #[serde(skip)]
+    pub request_size: u64,
+}
+
+pub fn write_run_json(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
+    serde_json::to_writer(&mut *w, r)?;
+    writeln!(w)
+}
+
+pub fn write_run_table(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
+    let t = &r.totals;
+    writeln!(
+        w,
+        "watched {} ticks over {:.1} s with {}: {} files, {} fragmented, {} fragments, {} extra requests at {}",
+        r.ticks,
+        r.seconds,
+        r.source,
+        t.files,
+        t.fragmented_files,
+        t.fragments,
+        t.extra_requests(),
+        crate::units::short_size(r.request_size)
+    )?;
+    writeln!(
+        w,
+        "first scan {:.1} ms; ticks mean {:.2} ms, max {:.2} ms; {} events, {} file records changed, {} full rescans",
+        r.first_scan_ms, r.mean_tick_ms, r.max_tick_ms, r.events, r.changed_files, r.full_rescans
+    )?;
+    writeln!(w, "history: {}", r.db.display())
 }
 
 /// "YYYY-MM-DD HH:MM:SS" UTC for a Unix time (days-to-civil, proleptic Gregorian).

@@ -13,3 +13,4 @@ pub mod loader;
 pub mod profile;
 pub mod ranges;
 pub mod resolve;
+pub mod summary;

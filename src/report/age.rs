@@ -1,0 +1,169 @@
+//! `fragkit age ...` summaries: one short table per generator (JSON is the report itself).
+
+use std::io::{self, Write};
+
+use crate::units::HumanBytes;
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+pub fn layout(w: &mut dyn Write, r: &crate::age::layout::LayoutReport) -> io::Result<()> {
+    writeln!(
+        w,
+        "{}: {} on {} by {:?}: {} fragments (requested {}), sizes {}..{} (mean {}), \
+                         distances {}..{}; within one block: size {}, distance {}",
+        r.achieved.path.display(),
+        HumanBytes(r.achieved.size),
+        r.achieved.fs,
+        r.technique,
+        r.achieved.fragments,
+        r.requested.fragments,
+        HumanBytes(r.achieved.frag_sizes.min),
+        HumanBytes(r.achieved.frag_sizes.max),
+        HumanBytes(r.achieved.frag_sizes.mean() as u64),
+        HumanBytes(r.achieved.frag_distances.min),
+        HumanBytes(r.achieved.frag_distances.max),
+        pct(r.size_fidelity),
+        pct(r.distance_fidelity),
+    )?;
+
+    Ok(())
+}
+
+pub fn paf(w: &mut dyn Write, r: &crate::age::paf::PafReport) -> io::Result<()> {
+    for g in r.generations.iter().filter(|_| r.dry_run) {
+        writeln!(
+            w,
+            "generation {} (planned): {} files of {}, then delete {}",
+            g.generation,
+            g.files_written,
+            HumanBytes(g.file_size),
+            g.files_deleted
+        )?;
+    }
+    for g in r.generations.iter().filter(|_| !r.dry_run) {
+        writeln!(
+ w,
+                            "generation {}: {} files of {} ({} at {}/s), {:.1}% -> {:.1}% full, deleted {} -> {:.1}%",
+                            g.generation,
+                            g.files_written,
+                            HumanBytes(g.file_size),
+                            HumanBytes(g.bytes_written),
+                            HumanBytes(g.populate_bytes_per_second as u64),
+                            g.used_pct_before,
+                            g.used_pct_after_fill,
+                            g.files_deleted,
+                            g.used_pct_after_delete
+                        )?;
+    }
+    writeln!(
+        w,
+        "{} (seed {}): {} files, {:.1}% of {} used, layout score {:.4}, file set {}",
+        r.spec,
+        r.seed,
+        r.files,
+        r.used_pct,
+        HumanBytes(r.capacity),
+        r.layout_score,
+        r.file_set_digest
+    )?;
+    if let Some(fs) = &r.free_space {
+        let buckets: Vec<String> = fs
+            .extents
+            .buckets
+            .iter()
+            .map(|b| format!("{}+: {}", HumanBytes(b.min), b.count))
+            .collect();
+        writeln!(
+            w,
+            "free space ({}): {} in {} extents [{}]",
+            fs.source,
+            HumanBytes(fs.free_bytes),
+            fs.extents.count,
+            buckets.join(", ")
+        )?;
+    }
+
+    Ok(())
+}
+
+pub fn hypothetical(
+    w: &mut dyn Write,
+    r: &crate::age::hypothetical::HypotheticalReport,
+) -> io::Result<()> {
+    writeln!(
+        w,
+        "{}: {} {} {} chunks of {} (stripe {}) on {} [{}{}]: {} fragments, distances {}..{}",
+        r.achieved.path.display(),
+        r.mode,
+        r.pattern,
+        r.chunks,
+        HumanBytes(r.chunk),
+        HumanBytes(r.stripe),
+        r.setup.fs,
+        r.setup.mount_options,
+        r.setup
+            .tunables
+            .iter()
+            .map(|(k, v)| format!("; {k}={v}"))
+            .collect::<String>(),
+        r.achieved.fragments,
+        HumanBytes(r.achieved.frag_distances.min),
+        HumanBytes(r.achieved.frag_distances.max),
+    )?;
+    Ok(())
+}
+
+pub fn fragpicker_synthetic(
+    w: &mut dyn Write,
+    r: &crate::age::fragpicker::SyntheticReport,
+) -> io::Result<()> {
+    for f in &r.files {
+        writeln!(
+            w,
+            "{}: {} fragments (expected {} if fully interleaved), sizes {}..{}",
+            f.path.display(),
+            f.fragments,
+            r.expected_fragments_per_file,
+            HumanBytes(f.frag_sizes.min),
+            HumanBytes(f.frag_sizes.max)
+        )?;
+    }
+
+    Ok(())
+}
+
+pub fn profile(w: &mut dyn Write, r: &crate::age::profile::ProfileReport) -> io::Result<()> {
+    writeln!(
+        w,
+        "step  churn_written  files  used%  layout_score  fragments  free_extents"
+    )?;
+    for p in &r.series {
+        writeln!(
+            w,
+            "{:>4}  {:>13}  {:>5}  {:>5.1}  {:>12.4}  {:>9}  {:>12}",
+            p.step,
+            HumanBytes(p.churn_bytes).to_string(),
+            p.files,
+            p.used_pct,
+            p.layout_score,
+            p.fragments,
+            p.free_space
+                .as_ref()
+                .map_or("-".to_string(), |f| f.extents.count.to_string())
+        )?;
+    }
+    writeln!(
+        w,
+        "profile {} (seed {}): {} created, {} deleted, {} written, file set {}",
+        r.profile.name,
+        r.seed,
+        r.files_created,
+        r.files_deleted,
+        HumanBytes(r.bytes_written),
+        r.file_set_digest
+    )?;
+
+    Ok(())
+}

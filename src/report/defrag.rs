@@ -1,0 +1,104 @@
+//! `fragkit defrag` report: per-file before/after and the run's totals.
+
+use std::io::{self, Write};
+
+use crate::defrag::DefragReport;
+use crate::units::{short_size, HumanBytes};
+
+/// One line per file (and per range with a reason), then the totals.
+pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
+    let label = short_size(r.request_size);
+    writeln!(
+        w,
+        "{:>9} {:>9} {:>10} {:>10}  {:<22} PATH",
+        "FRAGS",
+        format!("REQ@{label}"),
+        "PLANNED",
+        "MOVED",
+        "RESULT"
+    )?;
+    for f in &r.files {
+        let result = if let Some(why) = &f.refused {
+            format!("refused: {why}")
+        } else if r.dry_run {
+            format!("{} ranges planned", f.ranges.len())
+        } else {
+            let moved = f.ranges.iter().filter(|x| x.status == "moved").count();
+            let failed = f.ranges.iter().filter(|x| x.status == "failed").count();
+            let skipped = f.ranges.iter().filter(|x| x.status == "skipped").count();
+            format!("{moved} moved, {skipped} skipped, {failed} failed")
+        };
+        writeln!(
+            w,
+            "{:>4}→{:<4} {:>4}→{:<4} {:>10} {:>10}  {:<22} {}",
+            f.fragments_before,
+            f.fragments_after,
+            f.split_before,
+            f.split_after,
+            HumanBytes(f.bytes_planned).to_string(),
+            HumanBytes(f.bytes_moved).to_string(),
+            result,
+            f.path.display()
+        )?;
+        for x in f.ranges.iter().filter(|x| x.reason.is_some()) {
+            writeln!(
+                w,
+                "      range {}+{}: {}",
+                x.offset,
+                x.length,
+                x.reason.as_deref().unwrap_or_default()
+            )?;
+        }
+    }
+    let s = &r.summary;
+    writeln!(w)?;
+    writeln!(
+        w,
+        "{} mode at {label}{}: {} files scanned, {} planned, {} changed, {} refused",
+        r.mode,
+        if r.dry_run { " (dry run)" } else { "" },
+        s.files_scanned,
+        s.files_planned,
+        s.files_changed,
+        s.files_refused
+    )?;
+    writeln!(
+        w,
+        "ranges: {} planned, {} moved, {} skipped, {} failed; bytes: {} planned, {} moved",
+        s.ranges_planned,
+        s.ranges_moved,
+        s.ranges_skipped,
+        s.ranges_failed,
+        HumanBytes(s.bytes_planned),
+        HumanBytes(s.bytes_moved)
+    )?;
+    writeln!(
+ w,
+        "extra requests at {label} for one sequential read of each file: {} before, {} after{}; {:.1} s",
+        s.extra_before,
+        s.extra_after,
+        if r.dry_run { " (expected)" } else { "" },
+        s.elapsed_ms as f64 / 1000.0
+    )?;
+    for t in &r.tunables {
+        writeln!(
+            w,
+            "{}: {} -> {} for the run, {}",
+            t.knob.display(),
+            t.from,
+            t.to,
+            if t.restored {
+                format!("restored to {}", t.from)
+            } else {
+                "NOT RESTORED".to_string()
+            }
+        )?;
+    }
+    if s.verify_failures > 0 {
+        writeln!(w, "VERIFICATION FAILED on {} ranges", s.verify_failures)?;
+    }
+    if s.budget_exhausted {
+        writeln!(w, "--budget reached: some ranges were left for a later run")?;
+    }
+    Ok(())
+}

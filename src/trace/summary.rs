@@ -1,0 +1,82 @@
+//! `fragkit trace --summary`: the traced ranges, hottest first, with what fragmentation
+//! costs each access now (the files are mapped again when the summary is made).
+
+use serde::Serialize;
+
+use super::profile::Profile;
+use crate::layout::walk::map_path;
+use crate::metrics::range_request_count;
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub version: u32,
+    pub kind: &'static str,
+    pub duration_ns: u64,
+    pub events: u64,
+    pub dropped: u64,
+    pub request_size: u64,
+    /// Hottest first.
+    pub ranges: Vec<SummaryRange>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SummaryRange {
+    pub path: String,
+    pub offset: u64,
+    pub length: u64,
+    pub reads: u64,
+    pub writes: u64,
+    /// Data fragments the range touches now (None if the file could not be mapped).
+    pub fragments: Option<u64>,
+    /// S(R) − I(R) for reading just this range: device requests each access spends
+    /// because of fragmentation.
+    pub extra_requests_per_access: Option<u64>,
+}
+
+pub fn summarize(p: &Profile, request_size: u64) -> Summary {
+    let mut ranges = Vec::new();
+    for f in &p.files {
+        let runs = map_path(&f.path, false).ok().map(|s| s.layout.data_runs());
+        for r in &f.ranges {
+            let (fragments, extra) = match &runs {
+                Some(runs) => {
+                    let touched = runs
+                        .iter()
+                        .filter(|x| x.logical < r.end() && x.logical_end() > r.offset)
+                        .count() as u64;
+                    let rc = range_request_count(runs, r.offset, r.end(), request_size);
+                    (Some(touched), Some(rc.extra()))
+                }
+                None => (None, None),
+            };
+            ranges.push(SummaryRange {
+                path: f.path.display().to_string(),
+                offset: r.offset,
+                length: r.length,
+                reads: r.reads,
+                writes: r.writes,
+                fragments,
+                extra_requests_per_access: extra,
+            });
+        }
+    }
+    ranges.sort_by(|a, b| {
+        (b.reads + b.writes)
+            .cmp(&(a.reads + a.writes))
+            .then(
+                b.extra_requests_per_access
+                    .cmp(&a.extra_requests_per_access),
+            )
+            .then(a.path.cmp(&b.path))
+            .then(a.offset.cmp(&b.offset))
+    });
+    Summary {
+        version: 1,
+        kind: "fragkit-trace-summary",
+        duration_ns: p.duration_ns,
+        events: p.events,
+        dropped: p.dropped,
+        request_size,
+        ranges,
+    }
+}
