@@ -228,7 +228,10 @@ fn a_failing_rank_ends_the_job_with_its_error() {
     );
     // mpirun ends the other ranks once one exits non-zero, so rank 0's own line ("stopped
     // because rank 2 failed") may or may not come out first; no other rank claims a failure.
-    assert!(!err.contains("rank 0: ") && !err.contains("rank 1: "), "{err}");
+    assert!(
+        !err.contains("rank 0: ") && !err.contains("rank 1: "),
+        "{err}"
+    );
 }
 
 #[test]

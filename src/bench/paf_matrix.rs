@@ -82,6 +82,44 @@ fn one() -> u64 {
     1
 }
 
+impl MatrixRow {
+    /// One (cell, transfer size, op) row from its per-iteration MB/s.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        spec: &MatrixSpec,
+        (capacity, frag, xfer, op): (u64, u64, u64, &str),
+        mb_per_s: &[f64],
+        device_requests: f64,
+        bench_file_fragments: f64,
+        (used_pct, paf_layout_score): (f64, f64),
+        ranks: u64,
+    ) -> MatrixRow {
+        let s = Summary::of(mb_per_s);
+        MatrixRow {
+            fs: spec.fs.name().to_string(),
+            fs_size: spec.fs_size,
+            bench_size: spec.bench_size,
+            file_size: spec.file_size,
+            seed: spec.seed,
+            capacity_pct: capacity,
+            frag_pct: frag,
+            xfer,
+            op: op.to_string(),
+            iterations: spec.iterations,
+            mb_per_s_mean: s.mean,
+            mb_per_s_trimmed_mean: s.trimmed_mean,
+            mb_per_s_cov: s.cov,
+            mb_per_s_min: s.min,
+            mb_per_s_max: s.max,
+            device_requests,
+            bench_file_fragments,
+            used_pct,
+            paf_layout_score,
+            ranks,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct MatrixReport {
     pub version: u32,
@@ -367,30 +405,16 @@ fn measure_cell_ranks(
                 .filter(|r| r.xfer == xfer && r.op == op)
                 .map(|r| r.bytes as f64 / 1e6 / r.seconds)
                 .collect();
-            let s = Summary::of(&mb);
-            rows.push(MatrixRow {
-                fs: spec.fs.name().to_string(),
-                fs_size: spec.fs_size,
-                bench_size: spec.bench_size,
-                file_size: spec.file_size,
-                seed: spec.seed,
-                capacity_pct: capacity,
-                frag_pct: frag,
-                xfer,
-                op: op.to_string(),
-                iterations: spec.iterations,
-                mb_per_s_mean: s.mean,
-                mb_per_s_trimmed_mean: s.trimmed_mean,
-                mb_per_s_cov: s.cov,
-                mb_per_s_min: s.min,
-                mb_per_s_max: s.max,
+            rows.push(MatrixRow::new(
+                spec,
+                (capacity, frag, xfer, op),
+                &mb,
                 // Ranks share one device here: its counters are not split per rank.
-                device_requests: f64::NAN,
-                bench_file_fragments: mean(&frags),
-                used_pct: structure.used_pct,
-                paf_layout_score: structure.layout_score,
-                ranks: cl.size() as u64,
-            });
+                f64::NAN,
+                mean(&frags),
+                (structure.used_pct, structure.layout_score),
+                cl.size() as u64,
+            ));
         }
     }
     Ok(rows)
@@ -455,29 +479,15 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
             }
         }
         for (k, op) in ["write", "read"].into_iter().enumerate() {
-            let s = Summary::of(&per_op[k].0);
-            rows.push(MatrixRow {
-                fs: spec.fs.name().to_string(),
-                fs_size: spec.fs_size,
-                bench_size: spec.bench_size,
-                file_size: spec.file_size,
-                seed: spec.seed,
-                capacity_pct: capacity,
-                frag_pct: frag,
-                xfer,
-                op: op.to_string(),
-                iterations: spec.iterations,
-                mb_per_s_mean: s.mean,
-                mb_per_s_trimmed_mean: s.trimmed_mean,
-                mb_per_s_cov: s.cov,
-                mb_per_s_min: s.min,
-                mb_per_s_max: s.max,
-                device_requests: mean(&per_op[k].1),
-                bench_file_fragments: mean(&frags),
-                used_pct: structure.used_pct,
-                paf_layout_score: structure.layout_score,
-                ranks: 1,
-            });
+            rows.push(MatrixRow::new(
+                spec,
+                (capacity, frag, xfer, op),
+                &per_op[k].0,
+                mean(&per_op[k].1),
+                mean(&frags),
+                (structure.used_pct, structure.layout_score),
+                1,
+            ));
         }
     }
     let _ = std::fs::remove_file(&path);

@@ -119,58 +119,9 @@ fn paf_ranks(a: &crate::cli::AgePafArgs, cluster: &crate::cluster::Cluster) -> R
     };
     all[0] = mine;
     let r = age::paf::PafRanksReport::from_ranks(&spec, all)?;
-    match a.format {
-        InfoFormat::Json => print_json(&r)?,
-        InfoFormat::Table => {
-            for g in &r.generations {
-                println!(
-                    "generation {}: {} files of {} ({}) at {}/s over {} ranks, {:.1}% -> {:.1}% full, deleted {} -> {:.1}%",
-                    g.generation,
-                    g.files_written,
-                    HumanBytes(g.file_size),
-                    HumanBytes(g.bytes_written),
-                    HumanBytes(g.populate_bytes_per_second as u64),
-                    r.ranks,
-                    g.used_pct_before,
-                    g.used_pct_after_fill,
-                    g.files_deleted,
-                    g.used_pct_after_delete
-                );
-            }
-            println!(
-                "{:>5} {:>8} {:>10} {:>10} {:>12} {:>10} {:>8}",
-                "rank", "files", "written", "seconds", "populate/s", "fragments", "layout"
-            );
-            for p in &r.per_rank {
-                println!(
-                    "{:>5} {:>8} {:>10} {:>10.2} {:>12} {:>10} {:>8.4}",
-                    p.rank,
-                    p.files,
-                    HumanBytes(p.bytes_written).to_string(),
-                    p.populate_seconds,
-                    HumanBytes(p.populate_bytes_per_second as u64).to_string(),
-                    p.fragments,
-                    p.layout_score
-                );
-            }
-            println!(
-                "{} (seed {}) on {} ranks: {} files, {}; wrote {:.2}% of {} (spec {:.0}%), file system +{:.2}% -> {:.2}% used (spec leaves {:.2}%); populate {}/s aggregate; layout score {:.4}, file set {}",
-                r.spec,
-                r.seed,
-                r.ranks,
-                r.files,
-                HumanBytes(r.bytes),
-                r.written_pct,
-                HumanBytes(r.capacity),
-                r.requested_fill_pct,
-                r.added_pct,
-                r.used_pct,
-                r.requested_remaining_pct,
-                HumanBytes(r.populate_bytes_per_second as u64),
-                r.layout_score,
-                r.file_set_digest
-            );
-        }
-    }
+    report::to_stdout(|w| match a.format {
+        InfoFormat::Json => report::write_json_pretty(w, &r),
+        InfoFormat::Table => out::paf_ranks(w, &r),
+    })?;
     Ok(0)
 }

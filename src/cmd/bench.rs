@@ -334,7 +334,7 @@ fn run_ior(a: BenchIorArgs, cluster: &crate::cluster::Cluster) -> Result<i32> {
     let Some(report) = ior::run(&spec, cluster)? else {
         return Ok(0);
     };
-    write_output(|w| match a.format {
+    crate::report::to_stdout(|w| match a.format {
         BenchFormat::Table => crate::report::ior::table(w, &report),
         BenchFormat::Json => crate::report::ior::json(w, &report),
         BenchFormat::Csv => crate::report::ior::csv(w, &report),

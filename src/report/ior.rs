@@ -6,8 +6,7 @@ use crate::bench::ior::IorReport;
 use crate::units::short_size;
 
 pub fn json(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, r).map_err(io::Error::other)?;
-    writeln!(w)
+    super::write_json_pretty(w, r)
 }
 
 pub fn csv(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
