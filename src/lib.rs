@@ -17,6 +17,7 @@ pub mod render;
 pub mod report;
 pub mod scan;
 pub mod scratch;
+pub mod stats;
 pub mod sys;
 pub mod trace;
 pub mod units;

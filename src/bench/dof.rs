@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::stats::{mean, Summary};
 use crate::age::layout::{build, LayoutSpec};
 use crate::io::{run_job, JobSpec, Op};
 use crate::scratch::FsType;
 use crate::scratch::{Scratch, ScratchSpec};
+use crate::stats::{mean, Summary};
 
 #[derive(Debug, Clone)]
 pub struct DofSpec {

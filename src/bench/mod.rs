@@ -5,7 +5,7 @@ pub mod dof;
 pub mod ior;
 pub mod paf_matrix;
 pub mod probe;
-pub mod stats;
+
 pub mod sweep;
 
 use serde::Serialize;

@@ -20,12 +20,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::stats::{mean, Summary};
 use crate::age::paf::{Generation, PafOptions, PafSpec};
 use crate::cluster::Cluster;
 use crate::io::{run_job, JobSpec, Op};
 use crate::scratch::FsType;
 use crate::scratch::{Scratch, ScratchSpec};
+use crate::stats::{mean, Summary};
 
 #[derive(Debug, Clone)]
 pub struct MatrixSpec {

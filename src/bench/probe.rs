@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::stats::slope;
+use crate::stats::slope;
 
 /// Throughput of one alignment.
 #[derive(Debug, Clone, Copy, Serialize)]

@@ -2,7 +2,7 @@
 //! D, lay out a file with `age layout` on a scratch file system fragkit makes itself, drop
 //! the caches, read it with sequential O_DIRECT requests of R bytes (128 KiB) through the
 //! I/O engine, and record what the device saw next to what the layout predicts (S(R)).
-//! CC and NLRS (DESIGN.md) say how strongly throughput and request count follow each
+//! CC and NLRS (docs/design.md) say how strongly throughput and request count follow each
 //! parameter.
 
 use std::path::PathBuf;
@@ -10,11 +10,11 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::stats::{nlrs, pearson, Summary};
 use crate::age::layout::{build, LayoutSpec, Technique};
 use crate::io::{run_job, JobSpec, Op};
 use crate::scratch::FsType;
 use crate::scratch::{Scratch, ScratchSpec};
+use crate::stats::{nlrs, pearson, Summary};
 
 #[derive(Debug, Clone)]
 pub struct SweepSpec {
@@ -38,7 +38,7 @@ pub struct SweepPoint {
     pub frag_size: u64,
     pub frag_distance: u64,
     pub technique: Technique,
-    /// Fragments the file really has (FIEMAP, DESIGN.md definition).
+    /// Fragments the file really has (FIEMAP, docs/design.md definition).
     pub fragments: u64,
     pub size_fidelity: f64,
     pub distance_fidelity: f64,

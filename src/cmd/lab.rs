@@ -25,8 +25,9 @@ pub fn run(a: LabArgs) -> Result<i32> {
         scratch_dir: a.scratch_dir,
         seed: a.seed,
     };
-    let report = lab::run(&spec)?;
+    let mut report = lab::run(&spec)?;
     let out = a.out.canonicalize().unwrap_or(a.out);
+    crate::report::lab::write_all(&out, &mut report)?;
     crate::report::to_stdout(|w| match a.format {
         InfoFormat::Json => crate::report::write_json_pretty(w, &report),
         InfoFormat::Table => crate::report::lab::write_summary(w, &report, &out),

@@ -6,13 +6,13 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use crate::bench::probe::{infer_alignment, AlignmentPoint};
-use crate::bench::stats::trimmed_mean;
 use crate::cli::{BenchFormat, ProbeAction, ProbeAlignmentArgs, ProbeInterfaceArgs};
 use crate::cmd::bench::progress;
 use crate::io::{run_job, BlockDevice, EngineKind, JobSpec, Op, Pattern};
 use crate::report::probe::{
     self as out, AlignmentReport, AlignmentRow, InterfaceReport, InterfaceRow, ProbeTarget,
 };
+use crate::stats::trimmed_mean;
 
 pub fn run(action: ProbeAction) -> Result<i32> {
     match action {

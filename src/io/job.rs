@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::buf::AlignedBuf;
 use super::device::{BlockDevice, DeviceDelta, QueueLimits};
 use super::engine::{self, Completion, EngineKind, Op, Request};
-use crate::bench::stats::{mean, percentile_sorted, Summary};
+use crate::stats::{mean, percentile_sorted, Summary};
 use crate::sys::fsinfo::{FsInfo, TMPFS_MAGIC};
 
 /// Where requests go within the region.

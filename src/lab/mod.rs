@@ -723,7 +723,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
 
     let file_rows = file_rows(&out, &names, &methods);
     let headline = headline(&methods);
-    let mut report = LabReport {
+    let report = LabReport {
         version: SCHEMA_VERSION,
         started_utc,
         seconds: t0.elapsed().as_secs_f64(),
@@ -756,7 +756,6 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         notes,
         images: Vec::new(),
     };
-    crate::report::lab::write_all(&out, &mut report)?;
     Ok(report)
 }
 
@@ -932,10 +931,10 @@ fn workload_figures(rounds: &[Value], mp: &Path) -> Result<WorkloadFigures> {
         iterations: rounds.len(),
         bytes,
         requests,
-        device_reads: crate::bench::stats::mean(&reads),
+        device_reads: crate::stats::mean(&reads),
         predicted_device_reads: predicted,
-        mb_per_s: crate::bench::stats::trimmed_mean(&mbps),
-        mb_per_s_cov: crate::bench::stats::cov(&mbps),
+        mb_per_s: crate::stats::trimmed_mean(&mbps),
+        mb_per_s_cov: crate::stats::cov(&mbps),
         mb_per_s_each: mbps,
     })
 }
@@ -1141,5 +1140,5 @@ fn utc_now() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    crate::report::watch::utc(now)
+    crate::units::utc(now)
 }

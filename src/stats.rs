@@ -1,5 +1,5 @@
 //! Statistics over iterations and parameters: mean, trimmed mean, CoV, percentiles, and
-//! FragPicker's CC and NLRS (DESIGN.md definitions).
+//! FragPicker's CC and NLRS (docs/design.md definitions).
 
 use serde::Serialize;
 
