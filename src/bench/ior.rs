@@ -18,9 +18,9 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::stats::mean;
 use crate::cluster::Cluster;
 use crate::io::{run_job, EngineKind, JobSpec, Op};
+use crate::stats::mean;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
