@@ -57,6 +57,23 @@ pub enum Command {
     /// The whole story on a scratch file system: fragment, scan, map, bench, trace, defrag
     /// (pick vs full vs the fs's own tool, each on a clone), bench again, report.html (root)
     Lab(LabArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(
+        after_help = "Examples:\n  fragkit completions bash > ~/.local/share/bash-completion/completions/fragkit\n  fragkit completions zsh > ~/.zfunc/_fragkit\n  fragkit completions fish > ~/.config/fish/completions/fragkit.fish"
+    )]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per command into --dir
+    #[command(
+        after_help = "Examples:\n  fragkit man | man -l -\n  fragkit man --dir /usr/local/share/man/man1"
+    )]
+    Man {
+        /// Write fragkit.1 and fragkit-COMMAND.1 pages into this directory instead
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

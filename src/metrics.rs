@@ -1,4 +1,4 @@
-//! Fragmentation metrics, exactly as DESIGN.md defines them. Pure functions over extent
+//! Fragmentation metrics, exactly as docs/design.md defines them. Pure functions over extent
 //! lists so they can be property-tested without a file system.
 
 use serde::Serialize;
@@ -211,7 +211,7 @@ impl Distribution {
     }
 }
 
-/// Per-file metrics (DESIGN.md "Definitions").
+/// Per-file metrics (docs/design.md "Definitions").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileMetrics {
     pub size: u64,

@@ -57,7 +57,7 @@ pub fn scan_roots(
 }
 
 /// Check and scan paths in one call (library convenience for tests and other commands).
-pub fn scan_paths(paths: &[PathBuf], request_sizes: &[u64]) -> Result<ScanResult, String> {
+pub fn scan_paths(paths: &[PathBuf], request_sizes: &[u64]) -> Result<ScanResult, walk::RootError> {
     let roots = paths
         .iter()
         .map(|p| walk::check_root(p))

@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::{check_file, write_all_at, DirectBuf, FileCheck};
+use super::{check_file, seeded_buf, write_all_at, FileCheck};
 
 const SMALL: u64 = 4096;
 const SMALL_PER_ROUND: u64 = 32;
@@ -63,7 +63,7 @@ pub fn synthetic(dir: &Path, files: usize, size: u64, seed: u64) -> Result<Synth
                 .with_context(|| format!("{}: cannot create with O_DIRECT", p.display()))
         })
         .collect::<Result<Vec<File>>>()?;
-    let buf = DirectBuf::new(BIG as usize, seed);
+    let buf = seeded_buf(BIG as usize, seed);
     let pb = super::progress_bar(rounds, "age fragpicker-synthetic");
     let mut off = 0u64;
     for _ in 0..rounds {

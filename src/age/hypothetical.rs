@@ -25,7 +25,7 @@ use anyhow::{bail, Context, Result};
 use rand::RngExt;
 use serde::Serialize;
 
-use super::{check_file, seeded_rng, write_all_at, DirectBuf, FileCheck};
+use super::{check_file, seeded_buf, seeded_rng, write_all_at, FileCheck};
 use crate::sys::fsinfo::EXT4_MAGIC;
 use crate::sys::mountinfo;
 
@@ -224,7 +224,7 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
             .with_context(|| format!("{}: cannot open for writing", p.display()))
     };
     let n = spec.size / g;
-    let buf = DirectBuf::new((32 * g).max(spec.stripe).max(1 << 20) as usize, spec.seed);
+    let buf = seeded_buf((32 * g).max(spec.stripe).max(1 << 20) as usize, spec.seed);
     let target = open(&spec.path, true)?;
     if spec.mode == HypotheticalMode::Overwrite {
         let mut off = 0;

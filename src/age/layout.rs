@@ -32,7 +32,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
-use super::{check_file, require_block_multiple, write_all_at, DirectBuf, FileCheck};
+use super::{check_file, require_block_multiple, seeded_buf, write_all_at, FileCheck};
 use crate::layout::model::Fragment;
 use crate::sys::alloc::{allocate, punch_hole};
 use crate::sys::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, XFS_MAGIC};
@@ -229,7 +229,7 @@ fn interleave(spec: &LayoutSpec, dir: &Path, pb: Option<&indicatif::ProgressBar>
     let target = open_direct(&spec.path)?;
     let spacer = open_direct(&spacer_path)?;
     let _cleanup = RemoveOnDrop(vec![spacer_path.clone()]);
-    let buf = DirectBuf::new(spec.frag_size.max(spec.frag_distance) as usize, spec.seed);
+    let buf = seeded_buf(spec.frag_size.max(spec.frag_distance) as usize, spec.seed);
     // An anchor block of spacer first, so that an allocator placing a file's next extent
     // after its previous one puts each spacer piece right after a target piece.
     let anchor = 4096usize.min(buf.len());
@@ -281,7 +281,7 @@ fn reflink(
         // One fallocate of the whole span asks for the largest free extents instead.
         allocate(&pattern, 0, span).map_err(|e| io_err(e, &pattern_path, "fallocate"))?;
     }
-    let buf = DirectBuf::new(BTRFS_SMALL_WRITE as usize, spec.seed);
+    let buf = seeded_buf(BTRFS_SMALL_WRITE as usize, spec.seed);
     // btrfs sorts data allocations into size classes (< 128 KiB, < 8 MiB, larger) kept in
     // different block groups: writing everything in pieces below 128 KiB keeps the F and
     // D pieces in one block group, in write order.
@@ -422,7 +422,7 @@ fn fill_and_punch(
         })
     };
     let span = (n - 1) * stride + len_of(n - 1);
-    let spacer_buf = DirectBuf::new(f.max(d) as usize, spec.seed ^ 1);
+    let spacer_buf = seeded_buf(f.max(d) as usize, spec.seed ^ 1);
     let pattern = {
         falloc(&holes, 0, span, "pattern")?;
         drop(holes);
@@ -463,7 +463,7 @@ fn fill_and_punch(
     nix::unistd::syncfs(fd)?;
     let _fill = fill_free_space(&work, bs)?;
     // 3. Free one piece of `holes` at a time and allocate the next fragment into it.
-    let buf = DirectBuf::new(f as usize, spec.seed);
+    let buf = seeded_buf(f as usize, spec.seed);
     let mut next_reserve = 0usize;
     for k in 0..n {
         let len = len_of(k);

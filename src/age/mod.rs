@@ -27,6 +27,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
+use crate::io::buf::AlignedBuf;
 use crate::layout::model::Fragment;
 use crate::layout::walk;
 use crate::metrics::{Distribution, FileMetrics};
@@ -41,51 +42,12 @@ pub fn seeded_rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
 
-/// A page-aligned buffer filled with seeded pseudo-random bytes (usable with O_DIRECT;
-/// incompressible, so no layer can shrink what is written).
-pub struct DirectBuf {
-    ptr: *mut u8,
-    layout: std::alloc::Layout,
-}
-
-// SAFETY: the buffer is plain memory owned by this value; shared access is read-only.
-unsafe impl Send for DirectBuf {}
-unsafe impl Sync for DirectBuf {}
-
-impl DirectBuf {
-    pub fn new(len: usize, seed: u64) -> DirectBuf {
-        let layout =
-            std::alloc::Layout::from_size_align(len.max(4096), 4096).expect("buffer layout");
-        // SAFETY: non-zero size layout.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        let mut b = DirectBuf { ptr, layout };
-        seeded_rng(seed).fill_bytes(b.as_mut_slice());
-        b
-    }
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: ptr is valid for layout.size() bytes and uniquely borrowed.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
-    }
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: as above, shared.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
-    }
-    pub fn len(&self) -> usize {
-        self.layout.size()
-    }
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-}
-
-impl Drop for DirectBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated with this layout in new().
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
-    }
+/// A page-aligned buffer (usable with O_DIRECT) of at least 4 KiB filled with seeded
+/// pseudo-random bytes: incompressible, so no layer can shrink what is written.
+pub fn seeded_buf(len: usize, seed: u64) -> AlignedBuf {
+    let mut b = AlignedBuf::new(len.max(4096));
+    seeded_rng(seed).fill_bytes(b.as_mut_slice());
+    b
 }
 
 /// Write all of `buf` at `offset`, retrying short writes.

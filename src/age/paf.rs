@@ -1,6 +1,6 @@
 //! Seagate's Populate-and-Fragment (PaF) aging.
 //!
-//! Spec grammar (DESIGN.md): `PAF:AA.BB[,CC.DD...][:SEED]@SIZE[,SIZE...][<KBLOCKS]`.
+//! Spec grammar (docs/design.md): `PAF:AA.BB[,CC.DD...][:SEED]@SIZE[,SIZE...][<KBLOCKS]`.
 //! Generation i writes AA% of the capacity as files of SIZE bytes (threads, like bringsel's
 //! threaded creator), then deletes BB% of that generation's files chosen at random
 //! (probabilistic fragmentation). One SIZE applies to every generation; otherwise one per
@@ -27,8 +27,9 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::freespace::{free_space, FreeSpace};
-use super::{file_set_digest, progress_bar, require_scratch, seeded_rng, DirectBuf, FsUsage};
+use super::{file_set_digest, progress_bar, require_scratch, seeded_buf, seeded_rng, FsUsage};
 use crate::cluster::Cluster;
+use crate::io::buf::AlignedBuf;
 use crate::units::{parse_size, short_size};
 
 /// One generation: fill AA% of capacity with files of `file_size`, then delete BB% of them.
@@ -505,7 +506,7 @@ pub fn run_ranks(
         })())?;
     }
     let mut gens = Vec::new();
-    let buf = DirectBuf::new(1 << 20, seed);
+    let buf = seeded_buf(1 << 20, seed);
     let pct = |used: u64| 100.0 * used as f64 / capacity as f64;
     for (g, (gen, p)) in spec.generations.iter().zip(&mine).enumerate() {
         let before = cluster.agree(FsUsage::of(target))?;
@@ -773,7 +774,7 @@ fn populate(
     target: &Path,
     p: &GenerationPlan,
     threads: usize,
-    buf: &DirectBuf,
+    buf: &AlignedBuf,
     progress: bool,
     g: usize,
 ) -> Result<()> {

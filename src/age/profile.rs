@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use super::freespace::{free_space, FreeSpace};
 use super::paf::syncfs;
-use super::{file_set_digest, require_scratch, seeded_rng, DirectBuf, FsUsage};
+use super::{file_set_digest, require_scratch, seeded_buf, seeded_rng, FsUsage};
+use crate::io::buf::AlignedBuf;
 
 /// A file-size distribution, as shipped in data/profiles/*.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,7 +191,7 @@ pub struct ProfileReport {
 
 struct Aging<'a> {
     root: PathBuf,
-    buf: &'a DirectBuf,
+    buf: &'a AlignedBuf,
     live: Vec<(u64, u64)>,
     next_id: u64,
     used: u64,
@@ -302,7 +303,7 @@ pub fn run(spec: &ProfileSpec) -> Result<ProfileReport> {
     }
     let capacity = usage.capacity;
     let goal = (capacity as f64 * spec.fullness_pct / 100.0) as u64;
-    let buf = DirectBuf::new(1 << 20, spec.seed);
+    let buf = seeded_buf(1 << 20, spec.seed);
     let mut rng = seeded_rng(spec.seed);
     let mut a = Aging {
         root: root.clone(),

@@ -3,6 +3,7 @@
 pub mod age;
 pub mod bench;
 pub mod defrag;
+pub mod doc;
 pub mod free;
 pub mod lab;
 pub mod map;
@@ -27,5 +28,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Age { action } => age::run(action),
         Command::Watch(args) => watch::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Completions { shell } => doc::completions(shell),
+        Command::Man { dir } => doc::man(dir.as_deref()),
     }
 }

@@ -50,6 +50,9 @@ pub struct RangeResult {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The migrator's own reason when it skipped the range (`reason` says it in words).
+    #[serde(skip)]
+    pub skip: Option<migrate::SkipReason>,
     /// true: checksum equal after reading back from disk; false: differs; null: not
     /// checked (--no-verify) or inconclusive (file changed concurrently).
     pub verified: Option<bool>,
@@ -234,6 +237,7 @@ pub fn run(
                     length: r.length,
                     status: "planned",
                     reason: None,
+                    skip: None,
                     verified: None,
                 })
                 .collect();
@@ -290,6 +294,7 @@ pub fn run(
                     length: r.length,
                     status: "skipped",
                     reason: Some("--budget reached".into()),
+                    skip: None,
                     verified: None,
                 });
                 continue;
@@ -301,9 +306,8 @@ pub fn run(
             let first = run(r.offset, r.length);
             let no_room = first
                 .0
-                .reason
-                .as_deref()
-                .is_some_and(|w| w.starts_with(migrate::NO_CONTIGUOUS));
+                .skip
+                .is_some_and(|w| matches!(w, migrate::SkipReason::NoContiguousSpace(_)));
             let mut pieces = vec![first];
             // No good space for the whole range: each R-window only needs its own run.
             if no_room && r.length > opts.request_size {
@@ -487,6 +491,7 @@ fn migrate_one(
         length,
         status: "moved",
         reason: None,
+        skip: None,
         verified: None,
     };
     let fail = |mut r: RangeResult, why: String| {
@@ -521,7 +526,8 @@ fn migrate_one(
         Ok(RangeOutcome::Moved { .. }) => {}
         Ok(RangeOutcome::Skipped(why)) => {
             res.status = "skipped";
-            res.reason = Some(why);
+            res.reason = Some(why.to_string());
+            res.skip = Some(why);
             return (res, None);
         }
         Err(e) => return fail(res, format!("{}: {e:#}", migrator.primitive())),

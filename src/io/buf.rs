@@ -11,8 +11,10 @@ pub struct AlignedBuf {
     layout: Layout,
 }
 
-// SAFETY: the buffer owns its allocation exclusively, like a Vec<u8>.
+// SAFETY: the buffer owns its allocation exclusively, like a Vec<u8>; shared access
+// (&self) only reads.
 unsafe impl Send for AlignedBuf {}
+unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     pub fn new(len: usize) -> AlignedBuf {

@@ -1,11 +1,11 @@
 //! How one file lies on disk: extents as the kernel reports them, and the fragments
-//! (physically contiguous runs) that fragkit's metrics are defined on (DESIGN.md).
+//! (physically contiguous runs) that fragkit's metrics are defined on (docs/design.md).
 
 use serde::Serialize;
 
 pub use crate::sys::fiemap::{Extent, ExtentFlags};
 
-/// A maximal run of extents contiguous both logically and physically (DESIGN.md).
+/// A maximal run of extents contiguous both logically and physically (docs/design.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Fragment {
     pub logical: u64,

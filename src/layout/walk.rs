@@ -53,7 +53,7 @@ pub struct ScannedFile {
 }
 
 impl ScannedFile {
-    /// "major:minor" of the device, as in DESIGN.md's JSON.
+    /// "major:minor" of the device, as in docs/design.md's JSON.
     pub fn dev_string(&self) -> String {
         let (major, minor) = crate::sys::dev::split(self.dev);
         format!("{major}:{minor}")
@@ -122,15 +122,47 @@ pub enum Root {
     Dir(PathBuf),
 }
 
+/// Why a path given by the user cannot be mapped. Each message is one line naming the path.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    #[error("{}: no such file or directory", .0.display())]
+    NotFound(PathBuf),
+    #[error("{}: permission denied", .0.display())]
+    PermissionDenied(PathBuf),
+    #[error("{}: is {kind}; expected a regular file or a directory", path.display())]
+    NotFileOrDirectory { path: PathBuf, kind: &'static str },
+    #[error("{}: is on {fs}, which has no FIEMAP extent maps; expected a path on ext4, xfs, btrfs, f2fs or another file system with FIEMAP", path.display())]
+    RootWithoutFiemap { path: PathBuf, fs: String },
+    #[error("{}: {fs} has no FIEMAP; expected a file on ext4, xfs, btrfs or f2fs", path.display())]
+    FileWithoutFiemap { path: PathBuf, fs: String },
+    /// A system call failed; `what` says which ("cannot open", "statfs failed", ...).
+    /// The cause is part of the one line (not a `source`, so `{:#}` does not repeat it).
+    #[error("{}: {what}{}{err}", path.display(), if what.is_empty() { "" } else { ": " })]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        err: io::Error,
+    },
+    #[error("{}: {err}", path.display())]
+    Fiemap { path: PathBuf, err: FiemapError },
+}
+
+fn io_error<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(io::Error) -> RootError + 'a {
+    move |err| RootError::Io {
+        path: path.to_path_buf(),
+        what,
+        err,
+    }
+}
+
 /// Check a user-supplied path: it must exist, be a regular file or a directory, and be on
 /// a file system that has FIEMAP. The error is one line naming the path.
-pub fn check_root(path: &Path) -> Result<Root, String> {
-    let shown = path.display();
+pub fn check_root(path: &Path) -> Result<Root, RootError> {
     // Roots follow symlinks (as filefrag does); nothing inside the tree is followed.
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => format!("{shown}: no such file or directory"),
-        io::ErrorKind::PermissionDenied => format!("{shown}: permission denied"),
-        _ => format!("{shown}: {e}"),
+        io::ErrorKind::NotFound => RootError::NotFound(path.to_path_buf()),
+        io::ErrorKind::PermissionDenied => RootError::PermissionDenied(path.to_path_buf()),
+        _ => io_error(path, "")(e),
     })?;
     let ft = meta.file_type();
     use std::os::unix::fs::FileTypeExt;
@@ -148,18 +180,19 @@ pub fn check_root(path: &Path) -> Result<Root, String> {
         Some("not a regular file")
     };
     if let Some(kind) = kind {
-        return Err(format!(
-            "{shown}: is {kind}; expected a regular file or a directory"
-        ));
+        return Err(RootError::NotFileOrDirectory {
+            path: path.to_path_buf(),
+            kind,
+        });
     }
     // O_PATH needs no read permission, so the file-system check works on any root.
-    let fd = open_path(path).map_err(|e| format!("{shown}: {e}"))?;
-    let fs = FsInfo::of_fd(fd.as_fd()).map_err(|e| format!("{shown}: statfs failed: {e}"))?;
+    let fd = open_path(path).map_err(io_error(path, ""))?;
+    let fs = FsInfo::of_fd(fd.as_fd()).map_err(io_error(path, "statfs failed"))?;
     if fs.lacks_fiemap() {
-        return Err(format!(
-            "{shown}: is on {}, which has no FIEMAP extent maps; expected a path on ext4, xfs, btrfs, f2fs or another file system with FIEMAP",
-            fs.type_name()
-        ));
+        return Err(RootError::RootWithoutFiemap {
+            path: path.to_path_buf(),
+            fs: fs.type_name(),
+        });
     }
     Ok(if ft.is_dir() {
         Root::Dir(path.to_path_buf())
@@ -562,17 +595,19 @@ fn read_dir_entries(dirfd: RawFd) -> io::Result<Vec<(Vec<u8>, u8)>> {
 }
 
 /// Map one file by path (no walk): for tools that already know their file.
-pub fn map_path(path: &Path, sync: bool) -> Result<ScannedFile, String> {
-    let shown = path.display();
-    let file = File::open(path).map_err(|e| format!("{shown}: cannot open: {e}"))?;
-    let st = fstat(file.as_raw_fd()).map_err(|e| format!("{shown}: cannot stat: {e}"))?;
-    let fs = FsInfo::of_fd(file.as_fd()).map_err(|e| format!("{shown}: statfs failed: {e}"))?;
+pub fn map_path(path: &Path, sync: bool) -> Result<ScannedFile, RootError> {
+    let file = File::open(path).map_err(io_error(path, "cannot open"))?;
+    let st = fstat(file.as_raw_fd()).map_err(io_error(path, "cannot stat"))?;
+    let fs = FsInfo::of_fd(file.as_fd()).map_err(io_error(path, "statfs failed"))?;
     let extents = fiemap::read_extents(file.as_fd(), sync).map_err(|e| match e {
-        FiemapError::Unsupported => format!(
-            "{shown}: {} has no FIEMAP; expected a file on ext4, xfs, btrfs or f2fs",
-            fs.type_name()
-        ),
-        other => format!("{shown}: {other}"),
+        FiemapError::Unsupported => RootError::FileWithoutFiemap {
+            path: path.to_path_buf(),
+            fs: fs.type_name(),
+        },
+        err => RootError::Fiemap {
+            path: path.to_path_buf(),
+            err,
+        },
     })?;
     Ok(ScannedFile {
         path: path.to_path_buf(),
@@ -587,4 +622,40 @@ pub fn map_path(path: &Path, sync: bool) -> Result<ScannedFile, String> {
             extents,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_root_says_why_in_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let e = check_root(&missing).unwrap_err();
+        assert!(
+            matches!(e, RootError::NotFound(ref p) if *p == missing),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("{}: no such file or directory", missing.display())
+        );
+
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = check_root(&fifo).unwrap_err();
+        assert!(
+            matches!(e, RootError::NotFileOrDirectory { kind: "a FIFO", .. }),
+            "{e:?}"
+        );
+
+        // procfs has no extent maps.
+        let e = check_root(Path::new("/proc/self/status")).unwrap_err();
+        assert!(
+            matches!(e, RootError::RootWithoutFiemap { ref fs, .. } if fs == "proc"),
+            "{e:?}"
+        );
+        assert!(!e.to_string().contains('\n'));
+    }
 }

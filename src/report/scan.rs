@@ -1,4 +1,4 @@
-//! Output of `fragkit scan`: table, JSON (the DESIGN.md contract), NDJSON and CSV.
+//! Output of `fragkit scan`: table, JSON (the docs/design.md contract), NDJSON and CSV.
 
 use std::io::{self, Write};
 

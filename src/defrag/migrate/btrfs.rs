@@ -5,7 +5,7 @@ use std::os::fd::AsRawFd;
 
 use anyhow::Result;
 
-use super::{Migrator, RangeOutcome, Target};
+use super::{Migrator, RangeOutcome, SkipReason, Target};
 use crate::layout::model::ExtentFlags;
 
 /// struct btrfs_ioctl_defrag_range_args (include/uapi/linux/btrfs.h).
@@ -48,15 +48,10 @@ impl Migrator for DefragRange {
             encoded |= e.flags.contains(ExtentFlags::ENCODED);
         }
         if shared && !self.unshare {
-            return Ok(RangeOutcome::Skipped(
-                "shared (reflink/snapshot) extents: rewriting would unshare them; use --unshare"
-                    .into(),
-            ));
+            return Ok(RangeOutcome::Skipped(SkipReason::Shared));
         }
         if encoded {
-            return Ok(RangeOutcome::Skipped(
-                "compressed extents: their on-disk size is already small; not rewritten".into(),
-            ));
+            return Ok(RangeOutcome::Skipped(SkipReason::Compressed));
         }
         let args = DefragRangeArgs {
             start: offset,

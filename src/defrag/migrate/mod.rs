@@ -46,7 +46,24 @@ pub enum RangeOutcome {
     /// Moved; bytes the migration wrote (data copied by the kernel).
     Moved { bytes: u64 },
     /// Left alone, for the reason given (e.g. no contiguous free space).
-    Skipped(String),
+    Skipped(SkipReason),
+}
+
+/// Why a migrator left a range alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SkipReason {
+    /// Free space could not give the range (this many bytes) fewer pieces; the caller may
+    /// retry with smaller pieces.
+    #[error("no contiguous space: free space cannot hold {} in fewer pieces", crate::units::HumanBytes(*.0))]
+    NoContiguousSpace(u64),
+    #[error("range lies past end of file")]
+    PastEndOfFile,
+    #[error("file kept changing during migration (commit refused 3 times)")]
+    KeptChanging,
+    #[error("shared (reflink/snapshot) extents: rewriting would unshare them; use --unshare")]
+    Shared,
+    #[error("compressed extents: their on-disk size is already small; not rewritten")]
+    Compressed,
 }
 
 pub trait Migrator: Sync {
@@ -107,14 +124,8 @@ const DONOR_TRIES: usize = 6;
 
 /// Why a range was not moved because free space could not give it one run.
 pub fn no_contiguous_space(length: u64) -> RangeOutcome {
-    RangeOutcome::Skipped(format!(
-        "{NO_CONTIGUOUS}: free space cannot hold {} in fewer pieces",
-        crate::units::HumanBytes(length)
-    ))
+    RangeOutcome::Skipped(SkipReason::NoContiguousSpace(length))
 }
-
-/// Marker at the start of the skip reason, so callers can retry with smaller pieces.
-pub const NO_CONTIGUOUS: &str = "no contiguous space";
 
 /// A temporary file in `dir` with [offset, offset+length) preallocated so that it meets
 /// the target's goal, or None if free space cannot give that.
@@ -186,4 +197,25 @@ pub fn copy_range_data(from: &File, to: &File, offset: u64, length: u64) -> io::
         pos += n as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_reasons_read_as_before() {
+        let RangeOutcome::Skipped(r) = no_contiguous_space(1 << 20) else {
+            panic!("not skipped");
+        };
+        assert_eq!(r, SkipReason::NoContiguousSpace(1 << 20));
+        assert_eq!(
+            r.to_string(),
+            "no contiguous space: free space cannot hold 1 MiB in fewer pieces"
+        );
+        assert_eq!(
+            SkipReason::PastEndOfFile.to_string(),
+            "range lies past end of file"
+        );
+    }
 }

@@ -7,7 +7,9 @@ use std::os::fd::AsRawFd;
 
 use anyhow::Result;
 
-use super::{copy_range_data, donor_for, no_contiguous_space, Migrator, RangeOutcome, Target};
+use super::{
+    copy_range_data, donor_for, no_contiguous_space, Migrator, RangeOutcome, SkipReason, Target,
+};
 
 /// struct xfs_commit_range (fs/xfs/libxfs/xfs_fs.h).
 #[repr(C)]
@@ -42,7 +44,7 @@ impl Migrator for CommitRange {
         // The exchanged range may end at EOF unaligned, never past it.
         let length = length.min(t.size.saturating_sub(offset));
         if length == 0 {
-            return Ok(RangeOutcome::Skipped("range lies past end of file".into()));
+            return Ok(RangeOutcome::Skipped(SkipReason::PastEndOfFile));
         }
         for _attempt in 0..3 {
             let mut args = CommitRangeArgs::default();
@@ -83,8 +85,6 @@ impl Migrator for CommitRange {
             }
             // Someone wrote the file meanwhile: stage again from its new contents.
         }
-        Ok(RangeOutcome::Skipped(
-            "file kept changing during migration (commit refused 3 times)".into(),
-        ))
+        Ok(RangeOutcome::Skipped(SkipReason::KeptChanging))
     }
 }
