@@ -296,6 +296,9 @@ pub enum BenchAction {
     Dof(BenchDofArgs),
     /// Seagate's capacity × fragmentation × transfer-size O_DIRECT matrix on PaF structures (resumable)
     Paf(BenchPafArgs),
+    /// IOR's bandwidth method as MPI ranks (mpirun/srun): write then read per transfer size,
+    /// timed from the first open to the last close, reads from another rank's file
+    Ior(BenchIorArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -477,6 +480,44 @@ pub struct BenchDofArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct BenchIorArgs {
+    /// Directory for the test files (IOR -o), on the file system to measure
+    pub dir: PathBuf,
+    /// Transfer sizes, one request each (IOR -t): a list or range
+    #[arg(long, default_value = "1M", value_parser = value_list)]
+    pub xfer: ValueList,
+    /// Bytes each rank writes and reads per iteration (IOR -b)
+    #[arg(long, default_value = "64M", value_parser = units::parse_nonzero_size)]
+    pub block: u64,
+    /// O_DIRECT (IOR -B, --posix.odirect)
+    #[arg(long)]
+    pub direct: bool,
+    /// Write phase (IOR -w); with neither --write nor --read both run
+    #[arg(long)]
+    pub write: bool,
+    /// Read phase (IOR -r)
+    #[arg(long)]
+    pub read: bool,
+    /// Repetitions per transfer size (IOR -i)
+    #[arg(long, default_value_t = 5)]
+    pub iterations: u32,
+    /// One file per rank (IOR -F)
+    #[arg(long, conflicts_with = "shared_file")]
+    pub file_per_process: bool,
+    /// One file for all ranks, rank r's block at r × --block (IOR's default)
+    #[arg(long)]
+    pub shared_file: bool,
+    /// Read back one's own data (IOR without -C)
+    #[arg(long)]
+    pub no_reorder: bool,
+    /// Keep the files after the last iteration (IOR -k)
+    #[arg(long)]
+    pub keep: bool,
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
+}
+
+#[derive(Args, Debug)]
 pub struct BenchPafArgs {
     /// Capacities filled by the PaF structure, percent: a list or range
     #[arg(long, default_value = "10..80/10", value_parser = value_list)]
@@ -510,6 +551,10 @@ pub struct BenchPafArgs {
     /// Directory for heat-map PNGs (one per transfer size)
     #[arg(long, value_name = "DIR")]
     pub plot_dir: Option<PathBuf>,
+    /// Run as MPI ranks (under mpirun/srun): every rank populates its share of each cell
+    /// and writes and reads its own --bench-size file with IOR's method; rank 0 keeps the CSV
+    #[arg(long)]
+    pub mpi: bool,
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
 }

@@ -5,6 +5,7 @@
 pub mod age;
 pub mod bench;
 pub mod cli;
+pub mod cluster;
 pub mod cmd;
 pub mod defrag;
 pub mod freespace;

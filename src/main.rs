@@ -30,7 +30,14 @@ fn main() {
         // `fragkit scan ... | head`: the reader has what it wanted; not an error.
         Err(e) if broken_pipe(&e) => std::process::exit(0),
         Err(e) => {
-            eprintln!("fragkit: {e:#}");
+            // Ranks other than 0 whose peer failed stay quiet: the failing rank and rank 0
+            // have said it.
+            let quiet = e
+                .downcast_ref::<fragkit::cluster::PeerFailed>()
+                .is_some_and(|p| p.quiet);
+            if !quiet {
+                eprintln!("fragkit: {e:#}");
+            }
             std::process::exit(2);
         }
     }

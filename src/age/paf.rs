@@ -10,6 +10,12 @@
 //! Determinism: the file set (names, sizes, which files are deleted) depends only on the
 //! spec, the seed and the capacity; threads get files by index (file i goes to thread
 //! i mod T), so timing never changes what is written.
+//!
+//! As MPI ranks ([`run_ranks`], `mpirun -np N fragkit age paf`): every rank computes the
+//! same whole plan from the spec, the seed and rank 0's capacity; file i of a generation
+//! is written and (if drawn) deleted by rank i mod N under `paf/rNNNN/`, so the same spec,
+//! seed and N give the same files; barriers between populate and delete keep the
+//! generations collective.
 
 use std::fmt;
 use std::fs::{self, File};
@@ -18,10 +24,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::freespace::{free_space, FreeSpace};
 use super::{file_set_digest, progress_bar, require_scratch, seeded_buf, seeded_rng, FsUsage};
+use crate::cluster::Cluster;
 use crate::io::buf::AlignedBuf;
 use crate::units::{parse_size, short_size};
 
@@ -275,7 +282,7 @@ impl Default for PafOptions {
 }
 
 /// What one generation did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GenerationReport {
     pub generation: usize,
     pub fill_pct: u32,
@@ -294,8 +301,8 @@ pub struct GenerationReport {
     pub deleted: Vec<String>,
 }
 
-/// The structure a PaF run achieved.
-#[derive(Debug, Clone, Serialize)]
+/// The structure a PaF run achieved (one rank's share of it when run as ranks).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PafReport {
     pub version: u32,
     pub spec: String,
@@ -305,6 +312,8 @@ pub struct PafReport {
     pub capacity: u64,
     pub threads: usize,
     pub generations: Vec<GenerationReport>,
+    /// This rank's directory under the target ("paf" alone; "paf/rNNNN" as ranks).
+    pub dir: String,
     pub used_bytes: u64,
     pub used_pct: f64,
     pub files: u64,
@@ -313,6 +322,8 @@ pub struct PafReport {
     /// Smith–Seltzer layout score over the remaining files (1 = no fragmentation).
     pub layout_score: f64,
     pub fragments: u64,
+    /// Rank 0's alone (not carried between ranks).
+    #[serde(skip_deserializing)]
     pub free_space: Option<FreeSpace>,
     pub dry_run: bool,
 }
@@ -324,6 +335,60 @@ pub struct GenerationPlan {
     pub size: u64,
     /// Indices into `names`, ascending.
     pub delete: Vec<usize>,
+}
+
+/// Name of file `i` of generation `g` written by `rank` of `ranks`.
+pub fn file_name(g: usize, i: usize, rank: usize, ranks: usize) -> String {
+    if ranks <= 1 {
+        format!("paf/g{g}/f{i:07}")
+    } else {
+        format!("paf/r{rank:04}/g{g}/f{i:07}")
+    }
+}
+
+/// Directory holding one rank's files.
+pub fn rank_dir(rank: usize, ranks: usize) -> String {
+    if ranks <= 1 {
+        "paf".to_string()
+    } else {
+        format!("paf/r{rank:04}")
+    }
+}
+
+impl GenerationPlan {
+    /// The files of generation `g` that `rank` of `ranks` writes (i mod ranks == rank),
+    /// named under its own directory, with the deletions that fall on them.
+    pub fn share(&self, g: usize, rank: usize, ranks: usize) -> GenerationPlan {
+        let ranks = ranks.max(1);
+        let names = (rank..self.names.len())
+            .step_by(ranks)
+            .map(|i| file_name(g, i, rank, ranks))
+            .collect();
+        let delete = self
+            .delete
+            .iter()
+            .filter(|&&d| d % ranks == rank)
+            .map(|&d| d / ranks)
+            .collect();
+        GenerationPlan {
+            names,
+            size: self.size,
+            delete,
+        }
+    }
+
+    /// Names and sizes of the files left after the deletions.
+    pub fn remaining(&self) -> impl Iterator<Item = (&String, u64)> + '_ {
+        let mut del = self.delete.iter().peekable();
+        self.names.iter().enumerate().filter_map(move |(i, n)| {
+            if del.peek() == Some(&&i) {
+                del.next();
+                None
+            } else {
+                Some((n, self.size))
+            }
+        })
+    }
 }
 
 /// Plan every generation of `spec` for `capacity` bytes with `seed` (pure: no I/O).
@@ -351,8 +416,12 @@ pub fn plan(spec: &PafSpec, capacity: u64, seed: u64) -> Vec<GenerationPlan> {
 
 /// Run `spec` against the file system mounted at `target`.
 pub fn run(spec: &PafSpec, target: &Path, opts: &PafOptions) -> Result<PafReport> {
-    let usage = FsUsage::of(target)?;
-    let capacity = match spec.kblocks {
+    run_ranks(spec, target, opts, &Cluster::solo())
+}
+
+/// The capacity the spec's percentages are of: KBLOCKS × 1024 if given, else statfs.
+fn capacity_of(spec: &PafSpec, target: &Path, usage: &FsUsage) -> Result<u64> {
+    match spec.kblocks {
         Some(k) => {
             let c = k.saturating_mul(1024);
             if c > usage.capacity {
@@ -362,10 +431,63 @@ pub fn run(spec: &PafSpec, target: &Path, opts: &PafOptions) -> Result<PafReport
                     usage.capacity / 1024
                 );
             }
-            c
+            Ok(c)
         }
-        None => usage.capacity,
-    };
+        None => Ok(usage.capacity),
+    }
+}
+
+/// Refusals before anything is written (rank 0 alone speaks for a shared file system).
+fn check_before(
+    target: &Path,
+    usage: &FsUsage,
+    plans: &[GenerationPlan],
+    first_fill: u32,
+    force: bool,
+) -> Result<()> {
+    let first = first_fill as f64;
+    if usage.used_pct() >= first && !force {
+        bail!(
+            "{} is already {:.1}% full, above the first generation's {}%; use an emptier file system or --force",
+            target.display(),
+            usage.used_pct(),
+            first
+        );
+    }
+    // Deletions between generations may make room; only refuse the impossible.
+    let first_gen = plans[0].names.len() as u64 * plans[0].size;
+    if usage.used + first_gen > usage.capacity {
+        bail!(
+            "{}: the first generation needs {} bytes but only {} are free",
+            target.display(),
+            first_gen,
+            usage.free
+        );
+    }
+    if target.join("paf").exists() {
+        bail!(
+            "{}: already holds a paf/ directory from an earlier run; remove it or use a fresh scratch file system",
+            target.display()
+        );
+    }
+    Ok(())
+}
+
+/// Run `spec` as one rank of `cluster`: this rank writes and deletes its share of every
+/// generation; every rank returns its own report (see [`PafRanksReport`] for the whole).
+pub fn run_ranks(
+    spec: &PafSpec,
+    target: &Path,
+    opts: &PafOptions,
+    cluster: &Cluster,
+) -> Result<PafReport> {
+    let (rank, ranks) = (cluster.rank(), cluster.size());
+    let usage = cluster.agree(FsUsage::of(target).and_then(|u| {
+        let c = capacity_of(spec, target, &u)?;
+        Ok((u, c))
+    }))?;
+    // Rank 0's view of the capacity plans every rank (one plan for the whole job).
+    let (usage, capacity) = (usage.0, cluster.broadcast_u64(usage.1));
     let seed = spec.seed.or(opts.seed).unwrap_or(super::DEFAULT_SEED);
     let plans = plan(spec, capacity, seed);
     if let Some((g, p)) = plans.iter().enumerate().find(|(_, p)| p.names.is_empty()) {
@@ -378,42 +500,32 @@ pub fn run(spec: &PafSpec, target: &Path, opts: &PafOptions) -> Result<PafReport
             capacity as u128 * spec.generations[g].fill_pct as u128 / 100
         );
     }
+    let mine: Vec<GenerationPlan> = plans
+        .iter()
+        .enumerate()
+        .map(|(g, p)| p.share(g, rank, ranks))
+        .collect();
     let threads = opts.threads.max(1);
     if !opts.dry_run {
-        require_scratch(target, opts.force, "age paf")?;
-        let first = spec.generations[0].fill_pct as f64;
-        if usage.used_pct() >= first && !opts.force {
-            bail!(
-                "{} is already {:.1}% full, above the first generation's {}%; use an emptier file system or --force",
-                target.display(),
-                usage.used_pct(),
-                first
-            );
-        }
-        let planned: u64 = plans.iter().map(|p| p.names.len() as u64 * p.size).sum();
-        if usage.used + planned > usage.capacity {
-            // Deletions between generations may make room; only refuse the impossible.
-            let first_gen = plans[0].names.len() as u64 * plans[0].size;
-            if usage.used + first_gen > usage.capacity {
-                bail!(
-                    "{}: the first generation needs {} bytes but only {} are free",
-                    target.display(),
-                    first_gen,
-                    usage.free
-                );
+        cluster.agree((|| {
+            require_scratch(target, opts.force, "age paf")?;
+            if cluster.is_root() {
+                check_before(
+                    target,
+                    &usage,
+                    &plans,
+                    spec.generations[0].fill_pct,
+                    opts.force,
+                )?;
             }
-        }
-        if target.join("paf").exists() {
-            bail!(
-                "{}: already holds a paf/ directory from an earlier run; remove it or use a fresh scratch file system",
-                target.display()
-            );
-        }
+            Ok(())
+        })())?;
     }
     let mut gens = Vec::new();
     let buf = seeded_buf(1 << 20, seed);
-    for (g, (gen, p)) in spec.generations.iter().zip(&plans).enumerate() {
-        let before = FsUsage::of(target)?;
+    let pct = |used: u64| 100.0 * used as f64 / capacity as f64;
+    for (g, (gen, p)) in spec.generations.iter().zip(&mine).enumerate() {
+        let before = cluster.agree(FsUsage::of(target))?;
         let mut rep = GenerationReport {
             generation: g,
             fill_pct: gen.fill_pct,
@@ -422,7 +534,7 @@ pub fn run(spec: &PafSpec, target: &Path, opts: &PafOptions) -> Result<PafReport
             files_written: p.names.len() as u64,
             bytes_written: p.names.len() as u64 * p.size,
             files_deleted: p.delete.len() as u64,
-            used_pct_before: 100.0 * before.used as f64 / capacity as f64,
+            used_pct_before: pct(before.used),
             used_pct_after_fill: 0.0,
             used_pct_after_delete: 0.0,
             populate_seconds: 0.0,
@@ -430,45 +542,46 @@ pub fn run(spec: &PafSpec, target: &Path, opts: &PafOptions) -> Result<PafReport
             deleted: p.delete.iter().map(|&i| p.names[i].clone()).collect(),
         };
         if !opts.dry_run {
-            let dir = target.join(format!("paf/g{g}"));
-            fs::create_dir_all(&dir)
-                .with_context(|| format!("{}: cannot create", dir.display()))?;
+            // Every rank starts populating together; each times its own share.
+            cluster.barrier();
             let t0 = Instant::now();
-            populate(target, p, threads, &buf, opts.progress, g)?;
+            cluster.agree((|| {
+                let dir = target.join(format!("{}/g{g}", rank_dir(rank, ranks)));
+                fs::create_dir_all(&dir)
+                    .with_context(|| format!("{}: cannot create", dir.display()))?;
+                populate(target, p, threads, &buf, opts.progress, g)
+            })())?;
             let secs = t0.elapsed().as_secs_f64();
             rep.populate_seconds = secs;
             rep.populate_bytes_per_second = rep.bytes_written as f64 / secs.max(1e-9);
-            rep.used_pct_after_fill = 100.0 * FsUsage::of(target)?.used as f64 / capacity as f64;
-            for &i in &p.delete {
-                let path = target.join(&p.names[i]);
-                fs::remove_file(&path)
-                    .with_context(|| format!("{}: cannot delete", path.display()))?;
-            }
-            syncfs(target)?;
-            rep.used_pct_after_delete = 100.0 * FsUsage::of(target)?.used as f64 / capacity as f64;
+            rep.used_pct_after_fill = pct(cluster.agree(FsUsage::of(target))?.used);
+            cluster.agree((|| {
+                for &i in &p.delete {
+                    let path = target.join(&p.names[i]);
+                    fs::remove_file(&path)
+                        .with_context(|| format!("{}: cannot delete", path.display()))?;
+                }
+                syncfs(target)
+            })())?;
+            rep.used_pct_after_delete = pct(cluster.agree(FsUsage::of(target))?.used);
         }
         gens.push(rep);
     }
     // The structure achieved.
-    let mut remaining = Vec::new();
-    for p in &plans {
-        let mut del = p.delete.iter().peekable();
-        for (i, n) in p.names.iter().enumerate() {
-            if del.peek() == Some(&&i) {
-                del.next();
-                continue;
-            }
-            remaining.push((n.clone(), p.size));
+    let remaining: Vec<(String, u64)> = mine
+        .iter()
+        .flat_map(|p| p.remaining().map(|(n, s)| (n.clone(), s)))
+        .collect();
+    let dir = rank_dir(rank, ranks);
+    let (after, layout_score, fragments) = cluster.agree((|| {
+        let after = FsUsage::of(target)?;
+        if opts.dry_run {
+            return Ok((after, 1.0, 0));
         }
-    }
-    let after = FsUsage::of(target)?;
-    let (layout_score, fragments) = if opts.dry_run {
-        (1.0, 0)
-    } else {
         let scan =
-            crate::scan::scan_paths(&[target.join("paf")], &[]).map_err(|e| anyhow::anyhow!(e))?;
-        (scan.summary.layout_score(), scan.summary.fragments)
-    };
+            crate::scan::scan_paths(&[target.join(&dir)], &[]).map_err(|e| anyhow::anyhow!(e))?;
+        Ok((after, scan.summary.layout_score(), scan.summary.fragments))
+    })())?;
     Ok(PafReport {
         version: 1,
         spec: spec.to_string(),
@@ -477,19 +590,191 @@ pub fn run(spec: &PafSpec, target: &Path, opts: &PafOptions) -> Result<PafReport
         capacity,
         threads,
         generations: gens,
+        dir,
         used_bytes: after.used,
-        used_pct: 100.0 * after.used as f64 / capacity as f64,
+        used_pct: pct(after.used),
         files: remaining.len() as u64,
         file_set_digest: file_set_digest(&remaining),
         layout_score,
         fragments,
-        free_space: if opts.dry_run {
+        free_space: if opts.dry_run || !cluster.is_root() {
             None
         } else {
             free_space(target).ok()
         },
         dry_run: opts.dry_run,
     })
+}
+
+/// One rank's part.
+#[derive(Debug, Clone, Serialize)]
+pub struct RankShare {
+    pub rank: usize,
+    pub dir: String,
+    pub files: u64,
+    pub bytes_written: u64,
+    pub populate_seconds: f64,
+    pub populate_bytes_per_second: f64,
+    pub fragments: u64,
+    pub layout_score: f64,
+}
+
+/// The whole structure a run as ranks achieved (rank 0 prints it).
+#[derive(Debug, Clone, Serialize)]
+pub struct PafRanksReport {
+    pub version: u32,
+    pub spec: String,
+    pub seed: u64,
+    pub target: PathBuf,
+    pub capacity: u64,
+    pub ranks: usize,
+    pub threads_per_rank: usize,
+    /// What the spec asks to write: the generations' fills, percent of capacity.
+    pub requested_fill_pct: f64,
+    /// What the ranks wrote, percent of capacity (whole files: at most one file short
+    /// per generation).
+    pub written_pct: f64,
+    /// What the spec leaves after its deletions, percent of capacity.
+    pub requested_remaining_pct: f64,
+    /// statfs: used before the first generation and after the last, percent of capacity.
+    pub used_pct_before: f64,
+    pub used_pct: f64,
+    /// used_pct − used_pct_before: what the structure occupies on the file system.
+    pub added_pct: f64,
+    pub files: u64,
+    pub bytes: u64,
+    pub bytes_written: u64,
+    pub files_deleted: u64,
+    /// All generations' bytes over their summed populate times.
+    pub populate_bytes_per_second: f64,
+    /// Summed over the ranks; populate time from the common start (a barrier) to the
+    /// last rank's end (its syncfs), bandwidth all ranks' bytes over it.
+    pub generations: Vec<GenerationReport>,
+    pub per_rank: Vec<RankShare>,
+    /// Fingerprint of every rank's remaining (name, size) set.
+    pub file_set_digest: String,
+    pub fragments: u64,
+    /// Layout scores of the ranks' directories, weighted by their remaining files.
+    pub layout_score: f64,
+    pub free_space: Option<FreeSpace>,
+    pub dry_run: bool,
+}
+
+impl PafRanksReport {
+    /// Sum rank reports (in rank order, as [`Cluster::gather`] gives them).
+    pub fn from_ranks(spec: &PafSpec, reports: Vec<PafReport>) -> Result<PafRanksReport> {
+        let Some(r0) = reports.first() else {
+            bail!("no rank reported");
+        };
+        let ranks = reports.len();
+        let capacity = r0.capacity;
+        let pct = |b: u64| 100.0 * b as f64 / capacity as f64;
+        let plans = plan(spec, capacity, r0.seed);
+        let mut all_remaining = Vec::new();
+        for rank in 0..ranks {
+            for (g, p) in plans.iter().enumerate() {
+                let s = p.share(g, rank, ranks);
+                all_remaining.extend(s.remaining().map(|(n, sz)| (n.clone(), sz)));
+            }
+        }
+        let generations: Vec<GenerationReport> = r0
+            .generations
+            .iter()
+            .enumerate()
+            .map(|(g, g0)| {
+                let sum = |f: fn(&GenerationReport) -> u64| -> u64 {
+                    reports.iter().map(|r| f(&r.generations[g])).sum()
+                };
+                let bytes = sum(|x| x.bytes_written);
+                let secs = reports
+                    .iter()
+                    .map(|r| r.generations[g].populate_seconds)
+                    .fold(0.0, f64::max);
+                GenerationReport {
+                    generation: g,
+                    fill_pct: g0.fill_pct,
+                    delete_pct: g0.delete_pct,
+                    file_size: g0.file_size,
+                    files_written: sum(|x| x.files_written),
+                    bytes_written: bytes,
+                    files_deleted: sum(|x| x.files_deleted),
+                    used_pct_before: g0.used_pct_before,
+                    used_pct_after_fill: g0.used_pct_after_fill,
+                    used_pct_after_delete: g0.used_pct_after_delete,
+                    populate_seconds: secs,
+                    populate_bytes_per_second: bytes as f64 / secs.max(1e-9),
+                    deleted: reports
+                        .iter()
+                        .flat_map(|r| r.generations[g].deleted.iter().cloned())
+                        .collect(),
+                }
+            })
+            .collect();
+        let per_rank: Vec<RankShare> = reports
+            .iter()
+            .enumerate()
+            .map(|(rank, r)| {
+                let bytes: u64 = r.generations.iter().map(|g| g.bytes_written).sum();
+                let secs: f64 = r.generations.iter().map(|g| g.populate_seconds).sum();
+                RankShare {
+                    rank,
+                    dir: r.dir.clone(),
+                    files: r.files,
+                    bytes_written: bytes,
+                    populate_seconds: secs,
+                    populate_bytes_per_second: bytes as f64 / secs.max(1e-9),
+                    fragments: r.fragments,
+                    layout_score: r.layout_score,
+                }
+            })
+            .collect();
+        let bytes_written: u64 = generations.iter().map(|g| g.bytes_written).sum();
+        let populate_secs: f64 = generations.iter().map(|g| g.populate_seconds).sum();
+        let files: u64 = reports.iter().map(|r| r.files).sum();
+        let bytes: u64 = all_remaining.iter().map(|(_, s)| s).sum();
+        let requested_fill_pct: f64 = spec.generations.iter().map(|g| g.fill_pct as f64).sum();
+        let requested_remaining_pct: f64 = spec
+            .generations
+            .iter()
+            .map(|g| g.fill_pct as f64 * (100 - g.delete_pct) as f64 / 100.0)
+            .sum();
+        let used_pct_before = generations.first().map_or(0.0, |g| g.used_pct_before);
+        Ok(PafRanksReport {
+            version: 1,
+            spec: r0.spec.clone(),
+            seed: r0.seed,
+            target: r0.target.clone(),
+            capacity,
+            ranks,
+            threads_per_rank: r0.threads,
+            requested_fill_pct,
+            written_pct: pct(bytes_written),
+            requested_remaining_pct,
+            used_pct_before,
+            used_pct: r0.used_pct,
+            added_pct: r0.used_pct - used_pct_before,
+            files,
+            bytes,
+            bytes_written,
+            files_deleted: generations.iter().map(|g| g.files_deleted).sum(),
+            populate_bytes_per_second: bytes_written as f64 / populate_secs.max(1e-9),
+            generations,
+            per_rank,
+            file_set_digest: file_set_digest(&all_remaining),
+            fragments: reports.iter().map(|r| r.fragments).sum(),
+            layout_score: if files == 0 {
+                1.0
+            } else {
+                reports
+                    .iter()
+                    .map(|r| r.layout_score * r.files as f64)
+                    .sum::<f64>()
+                    / files as f64
+            },
+            free_space: r0.free_space.clone(),
+            dry_run: r0.dry_run,
+        })
+    }
 }
 
 pub(crate) fn syncfs(path: &Path) -> Result<()> {
@@ -668,6 +953,35 @@ mod tests {
         assert_eq!(a[1].names.len(), 25);
         assert_eq!(a[1].delete.len(), 10);
         assert!(a[0].delete.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn ranks_share_the_plan_exactly() {
+        let spec = PafSpec::parse("PAF:50.30,20.40@8M").unwrap();
+        let whole = plan(&spec, 1 << 30, 7);
+        for ranks in [1, 3, 4] {
+            for (g, p) in whole.iter().enumerate() {
+                let shares: Vec<GenerationPlan> =
+                    (0..ranks).map(|r| p.share(g, r, ranks)).collect();
+                let files: usize = shares.iter().map(|s| s.names.len()).sum();
+                let deleted: usize = shares.iter().map(|s| s.delete.len()).sum();
+                let left: usize = shares.iter().map(|s| s.remaining().count()).sum();
+                assert_eq!((files, deleted), (p.names.len(), p.delete.len()));
+                assert_eq!(left, p.remaining().count());
+                // File i is deleted in its rank's share exactly when the plan deletes it.
+                for (i, _) in p.names.iter().enumerate() {
+                    let s = &shares[i % ranks];
+                    assert_eq!(
+                        s.delete.contains(&(i / ranks)),
+                        p.delete.contains(&i),
+                        "ranks {ranks} file {i}"
+                    );
+                    assert!(s.names[i / ranks].ends_with(&format!("g{g}/f{i:07}")));
+                }
+            }
+        }
+        assert_eq!(whole[0].share(0, 0, 1), whole[0]);
+        assert_eq!(file_name(1, 5, 2, 4), "paf/r0002/g1/f0000005");
     }
 
     proptest! {

@@ -5,6 +5,11 @@
 //! way, `iterations` times (the file is deleted and re-created each time, so every write
 //! allocates in the aged free space). Throughput mean and CoV per (cell, size, op).
 //!
+//! With `--mpi` ([`run_ranks`]): rank 0 makes each cell's scratch file system, the
+//! ranks lay the PaF structure down together (age::paf::run_ranks) and measure it with
+//! IOR's method (bench::ior: every rank writes and reads its own `bench_size` file, reads
+//! shifted to another rank's), and rank 0 keeps the CSV.
+//!
 //! Resumable: each finished cell's rows are appended to a CSV at once; a later run with
 //! the same CSV skips the cells already there.
 
@@ -16,6 +21,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::age::paf::{Generation, PafOptions, PafSpec};
+use crate::cluster::Cluster;
 use crate::io::{run_job, JobSpec, Op};
 use crate::scratch::FsType;
 use crate::scratch::{Scratch, ScratchSpec};
@@ -36,6 +42,8 @@ pub struct MatrixSpec {
     pub file_size: u64,
     pub seed: u64,
     pub csv: PathBuf,
+    /// MPI ranks populating and measuring each cell (1: this process alone).
+    pub ranks: u64,
 }
 
 /// One CSV row: one (cell, transfer size, op).
@@ -64,6 +72,52 @@ pub struct MatrixRow {
     pub used_pct: f64,
     /// Smith–Seltzer layout score of the PaF population.
     pub paf_layout_score: f64,
+    /// Ranks that populated and measured the cell, each writing its own bench file
+    /// (`--mpi`; CSVs from before it have no column: 1).
+    #[serde(default = "one")]
+    pub ranks: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl MatrixRow {
+    /// One (cell, transfer size, op) row from its per-iteration MB/s.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        spec: &MatrixSpec,
+        (capacity, frag, xfer, op): (u64, u64, u64, &str),
+        mb_per_s: &[f64],
+        device_requests: f64,
+        bench_file_fragments: f64,
+        (used_pct, paf_layout_score): (f64, f64),
+        ranks: u64,
+    ) -> MatrixRow {
+        let s = Summary::of(mb_per_s);
+        MatrixRow {
+            fs: spec.fs.name().to_string(),
+            fs_size: spec.fs_size,
+            bench_size: spec.bench_size,
+            file_size: spec.file_size,
+            seed: spec.seed,
+            capacity_pct: capacity,
+            frag_pct: frag,
+            xfer,
+            op: op.to_string(),
+            iterations: spec.iterations,
+            mb_per_s_mean: s.mean,
+            mb_per_s_trimmed_mean: s.trimmed_mean,
+            mb_per_s_cov: s.cov,
+            mb_per_s_min: s.min,
+            mb_per_s_max: s.max,
+            device_requests,
+            bench_file_fragments,
+            used_pct,
+            paf_layout_score,
+            ranks,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -104,12 +158,13 @@ pub fn validate(spec: &MatrixSpec) -> Result<()> {
         );
     }
     let cmax = spec.capacities.iter().copied().max().unwrap_or(0);
-    // ext4 keeps ~5% for root plus metadata; leave the bench file 10% of room.
+    // ext4 keeps ~5% for root plus metadata; leave the bench files 10% of room.
     let free = spec.fs_size / 100 * (100 - cmax) * 9 / 10;
-    if spec.bench_size > free {
+    if spec.bench_size.saturating_mul(spec.ranks.max(1)) > free {
         bail!(
-            "--bench-size {}: does not fit beside a {cmax}% structure on a {} MiB file system (about {} MiB free); use a larger --fs-size or a smaller --bench-size",
+            "--bench-size {} × {} rank(s): does not fit beside a {cmax}% structure on a {} MiB file system (about {} MiB free); use a larger --fs-size or a smaller --bench-size",
             spec.bench_size,
+            spec.ranks.max(1),
             spec.fs_size >> 20,
             free >> 20
         );
@@ -148,6 +203,7 @@ fn same_setup(row: &MatrixRow, spec: &MatrixSpec) -> bool {
         && row.file_size == spec.file_size
         && row.seed == spec.seed
         && row.iterations == spec.iterations
+        && row.ranks == spec.ranks
 }
 
 /// (capacity, frag) cells whose every transfer size has a write and a read row.
@@ -170,32 +226,72 @@ pub fn done_cells(rows: &[MatrixRow], spec: &MatrixSpec) -> BTreeSet<(u64, u64)>
 
 /// Run the cells the CSV lacks. `on_cell(capacity, frag, skipped)` reports progress.
 pub fn run(spec: &MatrixSpec, on_cell: &mut dyn FnMut(u64, u64, bool)) -> Result<MatrixReport> {
-    validate(spec)?;
+    run_with(spec, None, on_cell)
+}
+
+/// As [`run`] with every rank of `cluster` populating and measuring each cell; rank 0
+/// keeps the CSV and gets the report (None on the others).
+pub fn run_ranks(
+    spec: &MatrixSpec,
+    cluster: &Cluster,
+    on_cell: &mut dyn FnMut(u64, u64, bool),
+) -> Result<Option<MatrixReport>> {
+    let r = run_with(spec, Some(cluster), on_cell)?;
+    Ok(cluster.is_root().then_some(r))
+}
+
+/// Rows of the CSV that another setup wrote make it unusable for this one.
+fn existing_rows(spec: &MatrixSpec) -> Result<Vec<MatrixRow>> {
     let existing = read_rows(&spec.csv)?;
     if let Some(r) = existing.iter().find(|r| !same_setup(r, spec)) {
         bail!(
-            "{}: holds results of another setup (fs {}, fs size {}, bench size {}, file size {}, seed {}, {} iterations); give another --csv or the same options",
+            "{}: holds results of another setup (fs {}, fs size {}, bench size {}, file size {}, seed {}, {} iterations, {} rank(s)); give another --csv or the same options",
             spec.csv.display(),
             r.fs,
             r.fs_size,
             r.bench_size,
             r.file_size,
             r.seed,
-            r.iterations
+            r.iterations,
+            r.ranks
         );
     }
-    let done = done_cells(&existing, spec);
+    Ok(existing)
+}
+
+fn run_with(
+    spec: &MatrixSpec,
+    cluster: Option<&Cluster>,
+    on_cell: &mut dyn FnMut(u64, u64, bool),
+) -> Result<MatrixReport> {
+    let solo = Cluster::solo();
+    let cl = cluster.unwrap_or(&solo);
+    // Rank 0 alone reads and writes the CSV.
+    let done = cl.agree(validate(spec).and_then(|_| {
+        if cl.is_root() {
+            Ok(done_cells(&existing_rows(spec)?, spec))
+        } else {
+            Ok(BTreeSet::new())
+        }
+    }))?;
     let mut measured = 0;
     let mut skipped = 0;
     for &c in &spec.capacities {
         for &p in &spec.frags {
-            if done.contains(&(c, p)) {
+            if cl.broadcast_u64(done.contains(&(c, p)) as u64) == 1 {
                 skipped += 1;
                 on_cell(c, p, true);
                 continue;
             }
-            let rows = measure_cell(spec, c, p)?;
-            append_rows(&spec.csv, &rows)?;
+            let rows = match cluster {
+                None => measure_cell(spec, c, p)?,
+                Some(cl) => measure_cell_ranks(spec, cl, c, p)?,
+            };
+            cl.agree(if cl.is_root() {
+                append_rows(&spec.csv, &rows)
+            } else {
+                Ok(())
+            })?;
             measured += 1;
             on_cell(c, p, false);
         }
@@ -206,10 +302,14 @@ pub fn run(spec: &MatrixSpec, on_cell: &mut dyn FnMut(u64, u64, bool)) -> Result
         .flat_map(|&c| spec.frags.iter().map(move |&p| (c, p)))
         .collect();
     let xfers: BTreeSet<u64> = spec.xfers.iter().copied().collect();
-    let rows = read_rows(&spec.csv)?
-        .into_iter()
-        .filter(|r| wanted.contains(&(r.capacity_pct, r.frag_pct)) && xfers.contains(&r.xfer))
-        .collect();
+    let rows = if cl.is_root() {
+        read_rows(&spec.csv)?
+            .into_iter()
+            .filter(|r| wanted.contains(&(r.capacity_pct, r.frag_pct)) && xfers.contains(&r.xfer))
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(MatrixReport {
         version: 1,
         csv: spec.csv.clone(),
@@ -217,6 +317,107 @@ pub fn run(spec: &MatrixSpec, on_cell: &mut dyn FnMut(u64, u64, bool)) -> Result
         skipped_cells: skipped,
         rows,
     })
+}
+
+/// The single PaF generation of cell (capacity, frag).
+fn cell_spec(spec: &MatrixSpec, capacity: u64, frag: u64) -> PafSpec {
+    PafSpec {
+        generations: vec![Generation {
+            fill_pct: capacity as u32,
+            delete_pct: frag as u32,
+        }],
+        seed: Some(spec.seed),
+        sizes: vec![spec.file_size],
+        kblocks: None,
+    }
+}
+
+/// One cell as ranks: rank 0's fresh scratch file system, populated by every rank, then
+/// IOR's write and read per transfer size. Rows on rank 0 (empty on the others).
+fn measure_cell_ranks(
+    spec: &MatrixSpec,
+    cl: &Cluster,
+    capacity: u64,
+    frag: u64,
+) -> Result<Vec<MatrixRow>> {
+    use super::ior::{self, IorLayout, IorSpec};
+    let scratch = cl.agree(if cl.is_root() {
+        Scratch::create(&ScratchSpec::new(spec.fs, spec.fs_size))
+            .context("bench paf: making the scratch file system")
+            .map(Some)
+    } else {
+        Ok(None)
+    })?;
+    let mnt: PathBuf = cl.broadcast(
+        scratch
+            .as_ref()
+            .map(|s| s.mountpoint().to_path_buf())
+            .as_ref(),
+    )?;
+    let paf = cell_spec(spec, capacity, frag);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let opts = PafOptions {
+        progress: false,
+        threads: (cores / cl.local_size().max(1)).max(1),
+        ..PafOptions::default()
+    };
+    let mine = crate::age::paf::run_ranks(&paf, &mnt, &opts, cl)
+        .with_context(|| format!("bench paf: cell {capacity}% / {frag}%: {paf}"))?;
+    let structure = match cl.gather(&mine)? {
+        Some(mut all) => {
+            all[0] = mine;
+            Some(crate::age::paf::PafRanksReport::from_ranks(&paf, all)?)
+        }
+        None => None,
+    };
+    let ior_spec = IorSpec {
+        dir: mnt.clone(),
+        xfers: spec.xfers.clone(),
+        block: spec.bench_size,
+        direct: true,
+        write: true,
+        read: true,
+        iterations: spec.iterations,
+        layout: IorLayout::FilePerProcess,
+        reorder: true,
+        keep: false,
+    };
+    let report = ior::run(&ior_spec, cl)?;
+    cl.barrier();
+    if let Some(s) = scratch {
+        s.destroy()?;
+    }
+    let (Some(report), Some(structure)) = (report, structure) else {
+        return Ok(Vec::new());
+    };
+    let mut rows = Vec::new();
+    for &xfer in &spec.xfers {
+        let frags: Vec<f64> = report
+            .fragments
+            .iter()
+            .filter(|f| f.xfer == xfer)
+            .map(|f| f.fragments as f64)
+            .collect();
+        for op in ["write", "read"] {
+            let mb: Vec<f64> = report
+                .iterations
+                .iter()
+                .filter(|r| r.xfer == xfer && r.op == op)
+                .map(|r| r.bytes as f64 / 1e6 / r.seconds)
+                .collect();
+            rows.push(MatrixRow::new(
+                spec,
+                (capacity, frag, xfer, op),
+                &mb,
+                // Ranks share one device here: its counters are not split per rank.
+                f64::NAN,
+                mean(&frags),
+                (structure.used_pct, structure.layout_score),
+                cl.size() as u64,
+            ));
+        }
+    }
+    Ok(rows)
 }
 
 /// Append rows, writing the header only into a new (or empty) file; flushed before return
@@ -245,15 +446,7 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
     let scratch = Scratch::create(&ScratchSpec::new(spec.fs, spec.fs_size))
         .context("bench paf: making the scratch file system")?;
     let mnt = scratch.mountpoint().to_path_buf();
-    let paf = PafSpec {
-        generations: vec![Generation {
-            fill_pct: capacity as u32,
-            delete_pct: frag as u32,
-        }],
-        seed: Some(spec.seed),
-        sizes: vec![spec.file_size],
-        kblocks: None,
-    };
+    let paf = cell_spec(spec, capacity, frag);
     let opts = PafOptions {
         progress: false,
         ..PafOptions::default()
@@ -286,28 +479,15 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
             }
         }
         for (k, op) in ["write", "read"].into_iter().enumerate() {
-            let s = Summary::of(&per_op[k].0);
-            rows.push(MatrixRow {
-                fs: spec.fs.name().to_string(),
-                fs_size: spec.fs_size,
-                bench_size: spec.bench_size,
-                file_size: spec.file_size,
-                seed: spec.seed,
-                capacity_pct: capacity,
-                frag_pct: frag,
-                xfer,
-                op: op.to_string(),
-                iterations: spec.iterations,
-                mb_per_s_mean: s.mean,
-                mb_per_s_trimmed_mean: s.trimmed_mean,
-                mb_per_s_cov: s.cov,
-                mb_per_s_min: s.min,
-                mb_per_s_max: s.max,
-                device_requests: mean(&per_op[k].1),
-                bench_file_fragments: mean(&frags),
-                used_pct: structure.used_pct,
-                paf_layout_score: structure.layout_score,
-            });
+            rows.push(MatrixRow::new(
+                spec,
+                (capacity, frag, xfer, op),
+                &per_op[k].0,
+                mean(&per_op[k].1),
+                mean(&frags),
+                (structure.used_pct, structure.layout_score),
+                1,
+            ));
         }
     }
     let _ = std::fs::remove_file(&path);
@@ -331,6 +511,7 @@ mod tests {
             file_size: 16 << 20,
             seed: 1,
             csv: PathBuf::from("x.csv"),
+            ranks: 1,
         }
     }
 
@@ -355,6 +536,7 @@ mod tests {
             bench_file_fragments: 1.0,
             used_pct: 10.0,
             paf_layout_score: 1.0,
+            ranks: 1,
         }
     }
 

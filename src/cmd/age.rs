@@ -27,6 +27,11 @@ pub fn run(action: AgeAction) -> Result<i32> {
             Ok(0)
         }
         AgeAction::Paf(a) => {
+            let cluster = crate::cluster::Cluster::init()?;
+            if crate::cluster::launched() {
+                let r = paf_ranks(&a, &cluster);
+                return cluster.finish(r);
+            }
             let spec = age::paf::PafSpec::parse(&a.spec)?;
             let mut opts = age::paf::PafOptions {
                 seed: a.seed,
@@ -98,4 +103,31 @@ pub fn run(action: AgeAction) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// `age paf` as one rank of an MPI job: every rank ages its share, rank 0 prints the whole.
+fn paf_ranks(a: &crate::cli::AgePafArgs, cluster: &crate::cluster::Cluster) -> Result<i32> {
+    let spec = cluster.agree(age::paf::PafSpec::parse(&a.spec))?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let opts = age::paf::PafOptions {
+        seed: a.seed,
+        force: a.force,
+        dry_run: a.dry_run,
+        progress: cluster.is_root(),
+        // The host's cores shared among the ranks on it.
+        threads: a
+            .threads
+            .unwrap_or((cores / cluster.local_size().max(1)).max(1)),
+    };
+    let mine = age::paf::run_ranks(&spec, &a.target, &opts, cluster)?;
+    let Some(mut all) = cluster.gather(&mine)? else {
+        return Ok(0);
+    };
+    all[0] = mine;
+    let r = age::paf::PafRanksReport::from_ranks(&spec, all)?;
+    report::to_stdout(|w| match a.format {
+        InfoFormat::Json => report::write_json_pretty(w, &r),
+        InfoFormat::Table => out::paf_ranks(w, &r),
+    })?;
+    Ok(0)
 }

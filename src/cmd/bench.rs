@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{
-    BenchAction, BenchDofArgs, BenchFormat, BenchIoArgs, BenchPafArgs, BenchPattern,
+    BenchAction, BenchDofArgs, BenchFormat, BenchIoArgs, BenchIorArgs, BenchPafArgs, BenchPattern,
     BenchSweepArgs, BenchWritesArgs, EngineArg,
 };
 use crate::io::{self as engine_io, BlockDevice, EngineKind, JobSpec, Op, Pattern};
@@ -23,6 +23,11 @@ pub fn run(action: BenchAction) -> Result<i32> {
         BenchAction::Sweep(a) => run_sweep(a),
         BenchAction::Dof(a) => run_dof(a),
         BenchAction::Paf(a) => run_paf(a),
+        BenchAction::Ior(a) => {
+            let cluster = crate::cluster::Cluster::init()?;
+            let r = run_ior(a, &cluster);
+            cluster.finish(r)
+        }
     }
 }
 
@@ -243,9 +248,21 @@ fn run_dof(a: BenchDofArgs) -> Result<i32> {
 }
 
 fn run_paf(a: BenchPafArgs) -> Result<i32> {
+    if !a.mpi {
+        return run_paf_on(a, None);
+    }
+    let cluster = crate::cluster::Cluster::init()?;
+    let r = run_paf_on(a, Some(&cluster));
+    cluster.finish(r)
+}
+
+fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Result<i32> {
     use crate::bench::paf_matrix::{self, MatrixSpec};
     use crate::report::bench_runs as runs;
-    crate::scratch::require_root("bench paf")?;
+    match cluster {
+        Some(c) => c.agree(crate::scratch::require_root("bench paf"))?,
+        None => crate::scratch::require_root("bench paf")?,
+    }
     let spec = MatrixSpec {
         fs: a.fs,
         fs_size: a.fs_size,
@@ -257,20 +274,30 @@ fn run_paf(a: BenchPafArgs) -> Result<i32> {
         file_size: a.file_size,
         seed: a.seed,
         csv: a.csv,
+        ranks: cluster.map_or(1, |c| c.size() as u64),
     };
-    paf_matrix::validate(&spec)?;
+    if cluster.is_none() {
+        paf_matrix::validate(&spec)?;
+    }
     let bar = progress(
         (spec.capacities.len() * spec.frags.len()) as u64,
         "cells (capacity × fragmentation)",
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
-    let report = paf_matrix::run(&spec, &mut |c, p, skipped| {
+    let mut on_cell = |c, p, skipped| {
         bar.set_message(format!(
             "last {c}% / {p}%{}",
             if skipped { " (already in the CSV)" } else { "" }
         ));
         bar.inc(1);
-    })?;
+    };
+    let report = match cluster {
+        None => paf_matrix::run(&spec, &mut on_cell)?,
+        Some(c) => match paf_matrix::run_ranks(&spec, c, &mut on_cell)? {
+            Some(r) => r,
+            None => return Ok(0),
+        },
+    };
     bar.finish_and_clear();
     let plots = match &a.plot_dir {
         Some(dir) => runs::paf_plots(dir, &report)?,
@@ -284,5 +311,35 @@ fn run_paf(a: BenchPafArgs) -> Result<i32> {
     for p in plots {
         eprintln!("heat map written to {}", p.display());
     }
+    Ok(0)
+}
+
+fn run_ior(a: BenchIorArgs, cluster: &crate::cluster::Cluster) -> Result<i32> {
+    use crate::bench::ior::{self, IorLayout, IorSpec};
+    let both = !a.write && !a.read;
+    let spec = IorSpec {
+        dir: a.dir,
+        xfers: a.xfer.0,
+        block: a.block,
+        direct: a.direct,
+        write: a.write || both,
+        read: a.read || both,
+        iterations: a.iterations,
+        layout: if a.file_per_process {
+            IorLayout::FilePerProcess
+        } else {
+            IorLayout::SharedFile
+        },
+        reorder: !a.no_reorder,
+        keep: a.keep,
+    };
+    let Some(report) = ior::run(&spec, cluster)? else {
+        return Ok(0);
+    };
+    crate::report::to_stdout(|w| match a.format {
+        BenchFormat::Table => crate::report::ior::table(w, &report),
+        BenchFormat::Json => crate::report::ior::json(w, &report),
+        BenchFormat::Csv => crate::report::ior::csv(w, &report),
+    })?;
     Ok(0)
 }

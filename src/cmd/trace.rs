@@ -119,7 +119,7 @@ fn run_block(
     };
     let stop = Stop {
         signalled: loader::stop_on_signals(),
-        duration: args.duration.map(Duration::from_secs_f64),
+        duration: args.duration,
         on_attached: &announce,
     };
     let mut rec = crate::trace::block::record(dev, command, &stop)?;

@@ -205,3 +205,60 @@ pub fn profile(w: &mut dyn Write, r: &crate::age::profile::ProfileReport) -> io:
 
     Ok(())
 }
+
+/// `age paf` as MPI ranks: per generation, per rank, then the whole.
+pub fn paf_ranks(w: &mut dyn Write, r: &crate::age::paf::PafRanksReport) -> io::Result<()> {
+    for g in &r.generations {
+        writeln!(
+        w,
+            "generation {}: {} files of {} ({}) at {}/s over {} ranks, {:.1}% -> {:.1}% full, deleted {} -> {:.1}%",
+            g.generation,
+            g.files_written,
+            HumanBytes(g.file_size),
+            HumanBytes(g.bytes_written),
+            HumanBytes(g.populate_bytes_per_second as u64),
+            r.ranks,
+            g.used_pct_before,
+            g.used_pct_after_fill,
+            g.files_deleted,
+            g.used_pct_after_delete
+        )?;
+    }
+    writeln!(
+        w,
+        "{:>5} {:>8} {:>10} {:>10} {:>12} {:>10} {:>8}",
+        "rank", "files", "written", "seconds", "populate/s", "fragments", "layout"
+    )?;
+    for p in &r.per_rank {
+        writeln!(
+            w,
+            "{:>5} {:>8} {:>10} {:>10.2} {:>12} {:>10} {:>8.4}",
+            p.rank,
+            p.files,
+            HumanBytes(p.bytes_written).to_string(),
+            p.populate_seconds,
+            HumanBytes(p.populate_bytes_per_second as u64).to_string(),
+            p.fragments,
+            p.layout_score
+        )?;
+    }
+    writeln!(
+        w,
+        "{} (seed {}) on {} ranks: {} files, {}; wrote {:.2}% of {} (spec {:.0}%), file system +{:.2}% -> {:.2}% used (spec leaves {:.2}%); populate {}/s aggregate; layout score {:.4}, file set {}",
+        r.spec,
+        r.seed,
+        r.ranks,
+        r.files,
+        HumanBytes(r.bytes),
+        r.written_pct,
+        HumanBytes(r.capacity),
+        r.requested_fill_pct,
+        r.added_pct,
+        r.used_pct,
+        r.requested_remaining_pct,
+        HumanBytes(r.populate_bytes_per_second as u64),
+        r.layout_score,
+        r.file_set_digest
+    )?;
+    Ok(())
+}

@@ -357,11 +357,13 @@ pub fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
     if let Some(first) = r.rows.first() {
         writeln!(
             w,
-            "bench paf: scratch {} of {}, structure PAF:C.P@{} per cell, a {} file written then read with O_DIRECT, {} iteration(s) ({} cells measured now, {} already in {})",
+            "bench paf: scratch {} of {}, structure PAF:C.P@{} per cell, {} {} file{} written then read with O_DIRECT, {} iteration(s) ({} cells measured now, {} already in {})",
             first.fs,
             short_size(first.fs_size),
             short_size(first.file_size),
+            if first.ranks > 1 { format!("{} ranks each", first.ranks) } else { "a".to_string() },
             short_size(first.bench_size),
+            if first.ranks > 1 { " (IOR's method, reads from another rank's file)" } else { "" },
             first.iterations,
             r.measured_cells,
             r.skipped_cells,

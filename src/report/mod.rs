@@ -6,6 +6,7 @@ pub mod bench_runs;
 pub mod defrag;
 pub mod filefrag;
 pub mod free;
+pub mod ior;
 pub mod lab;
 pub mod map;
 pub mod probe;
