@@ -19,9 +19,10 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::{check_file, seeded_buf, write_all_at, FileCheck};
-use crate::defrag::migrate::{ext4::move_ext, temp_file_in};
 use crate::sys::alloc::allocate;
 use crate::sys::fsinfo::FsInfo;
+use crate::sys::move_ext::move_ext;
+use crate::sys::tmpfile::temp_file_in;
 
 const SMALL: u64 = 4096;
 const SMALL_PER_ROUND: u64 = 32;

@@ -3,7 +3,8 @@
 //! above turn these plain facts into layouts, metrics and reports.
 //!
 //! The per-file-system migrators (`defrag::migrate`) keep their own move ioctls, one
-//! engine per file system (fio's ioengine shape).
+//! engine per file system (fio's ioengine shape), except ext4's MOVE_EXT, which the ext4
+//! fragmentor of `age fragpicker-synthetic` uses too (`move_ext`).
 
 pub mod alloc;
 pub mod btrfs_space;
@@ -15,5 +16,7 @@ pub mod fsinfo;
 pub mod fsmap;
 pub mod inode;
 pub mod mountinfo;
+pub mod move_ext;
 pub mod superblock;
+pub mod tmpfile;
 pub mod xfs;
