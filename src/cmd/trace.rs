@@ -55,18 +55,8 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             bar.set_position(n);
         }
     };
-    let launching = command.is_some();
-    let announce = || {
-        // Scripts (and the tests) wait for this line before starting the traced work.
-        if !launching {
-            eprintln!("fragkit: tracing; stop with Ctrl-C or SIGTERM");
-        }
-    };
-    let stop = Stop {
-        signalled: loader::stop_on_signals(),
-        duration: args.duration,
-        on_attached: &announce,
-    };
+    let announce = announcer(command.is_some());
+    let stop = stop_when(&args, &announce);
     let stats = loader::trace(&filter, command.as_mut(), &stop, &mut on_event)?;
     bar.finish_and_clear();
 
@@ -111,17 +101,8 @@ fn run_block(
         bail!("--block records every request on the device: --pid, --comm, --cgroup and --summary do not apply");
     }
     let out = args.output.as_ref().expect("clap requires -o with --block");
-    let launching = command.is_some();
-    let announce = || {
-        if !launching {
-            eprintln!("fragkit: tracing; stop with Ctrl-C or SIGTERM");
-        }
-    };
-    let stop = Stop {
-        signalled: loader::stop_on_signals(),
-        duration: args.duration,
-        on_attached: &announce,
-    };
+    let announce = announcer(command.is_some());
+    let stop = stop_when(args, &announce);
     let mut rec = crate::trace::block::record(dev, command, &stop)?;
     let resolved = match &args.mount {
         Some(m) => Some(crate::trace::block::resolve_owners(&mut rec.trace, m)?),
@@ -154,4 +135,23 @@ fn run_block(
         }
         None => 0,
     })
+}
+
+/// Said once everything is attached: scripts (and the tests) wait for this line before
+/// starting the traced work. A launched command needs no cue.
+fn announcer(launching: bool) -> impl Fn() {
+    move || {
+        if !launching {
+            eprintln!("fragkit: tracing; stop with Ctrl-C or SIGTERM");
+        }
+    }
+}
+
+/// Both traces end the same way: a signal, `-d SECS`, or the launched command's exit.
+fn stop_when<'a>(args: &TraceArgs, announce: &'a dyn Fn()) -> Stop<'a> {
+    Stop {
+        signalled: loader::stop_on_signals(),
+        duration: args.duration,
+        on_attached: announce,
+    }
 }
