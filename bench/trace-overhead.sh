@@ -108,6 +108,21 @@ dd if=/dev/urandom of="$mnt/data" bs=1M count=128 status=none
 sync
 cat "$mnt/data" >/dev/null # 4 KiB preads below are page-cache hits
 
+# beside READY MODE CALLS RATE CMD...: start CMD in the background, wait until its stderr
+# says READY (everything attached), run the loop beside it, then stop CMD with SIGTERM.
+beside() {
+  local ready=$1 mode=$2 calls=$3 rate=$4
+  shift 4
+  rm -f "$work/beside.err"
+  "$@" 2>"$work/beside.err" &
+  local pid=$! ns
+  until grep -q "$ready" "$work/beside.err" 2>/dev/null; do sleep 0.05; done
+  ns=$("$work/ioloop" "$mode" "$mnt/data" "$calls" "$rate")
+  kill -TERM $pid
+  wait $pid
+  echo "$ns"
+}
+
 # run MODE CALLS RATE WHICH -> prints "cpu_ns wall_ns dropped events"
 run() {
   local mode=$1 calls=$2 rate=$3 which=$4
@@ -122,28 +137,8 @@ run() {
       e=$(grep -m1 '"events"' "$work/profile.json" | tr -dc 0-9)
       echo "$ns $d $e"
       ;;
-    floor)
-      rm -f "$work/floor.err"
-      "$work/floor" "$work/floor.bpf.o" 2>"$work/floor.err" &
-      local fpid=$!
-      until grep -q attached "$work/floor.err" 2>/dev/null; do sleep 0.05; done
-      local fns
-      fns=$("$work/ioloop" "$mode" "$mnt/data" "$calls" "$rate")
-      kill -TERM $fpid
-      wait $fpid
-      echo "$fns 0 0"
-      ;;
-    filtered)
-      rm -f "$work/tracer.err"
-      "$FRAGKIT" trace --comm fragkit-nomatch -o /dev/null 2>"$work/tracer.err" &
-      local pid=$!
-      until grep -q tracing "$work/tracer.err" 2>/dev/null; do sleep 0.05; done
-      local ns
-      ns=$("$work/ioloop" "$mode" "$mnt/data" "$calls" "$rate")
-      kill -TERM $pid
-      wait $pid
-      echo "$ns 0 0"
-      ;;
+    floor) echo "$(beside "attached" "$mode" "$calls" "$rate" "$work/floor" "$work/floor.bpf.o") 0 0" ;;
+    filtered) echo "$(beside "tracing" "$mode" "$calls" "$rate" "$FRAGKIT" trace --comm fragkit-nomatch -o /dev/null) 0 0" ;;
   esac
 }
 
