@@ -184,7 +184,7 @@ fn parsers_never_panic() {
     for (i, (name, seeds, f)) in targets().into_iter().enumerate() {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
         let t0 = Instant::now();
-        let (mut n, mut panics) = (0u64, Vec::new());
+        let (mut n, mut panics, mut examples) = (0u64, 0u64, Vec::new());
         loop {
             match iters {
                 Some(max) if n >= max => break,
@@ -195,20 +195,23 @@ fn parsers_never_panic() {
             for _ in 0..1 + rng.below(3) {
                 input = mutate(&mut rng, &input);
             }
-            if catch_unwind(AssertUnwindSafe(|| f(&input))).is_err() && panics.len() < 5 {
-                panics.push(input);
+            if catch_unwind(AssertUnwindSafe(|| f(&input))).is_err() {
+                panics += 1;
+                if examples.len() < 5 {
+                    examples.push(input);
+                }
             }
             n += 1;
         }
-        report.push(format!(
-            "{name}: {n} inputs in {:.1} s, {} panics {:?}",
+        let line = format!(
+            "{name}: {n} inputs in {:.1} s, {panics} panics {examples:?}",
             t0.elapsed().as_secs_f64(),
-            panics.len(),
-            panics
-        ));
+        );
+        // One line per parser as it finishes, so a long run shows where it is.
+        println!("{line}");
+        report.push(line);
     }
     let _ = std::panic::take_hook();
-    println!("{}", report.join("\n"));
     assert!(
         report.iter().all(|l| l.contains(" 0 panics")),
         "{}",
