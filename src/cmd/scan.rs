@@ -4,17 +4,22 @@ use anyhow::{bail, Result};
 
 use crate::cli::{ScanArgs, ScanFormat, SortKey};
 use crate::layout::walk::{self, WalkOptions};
-use crate::report::filefrag::FilefragPrinter;
+use crate::report::filefrag::filefrag_v;
 use crate::report::scan as out;
 use crate::scan::{scan_roots, FileEntry, DEFAULT_REQUEST_SIZE};
 
-/// Exit status: 0 all read, 1 some paths could not be read (results still printed).
+/// Exit status: 0 all read, 1 some paths could not be read (reported on stderr and
+/// counted; the rest is still scanned and printed). `--format filefrag` exits as filefrag.
 pub fn run(args: ScanArgs) -> Result<i32> {
+    if args.format == ScanFormat::Filefrag {
+        return filefrag(&args);
+    }
     let mut roots = Vec::new();
+    let mut refused = Vec::new();
     for p in &args.paths {
         match walk::check_root(p) {
             Ok(r) => roots.push(r),
-            Err(e) => bail!("{e}"),
+            Err(e) => refused.push(e.into_path_error()),
         }
     }
     let request_sizes = if args.request_sizes.is_empty() {
@@ -46,8 +51,11 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()?;
-    let result = pool.install(|| scan_roots(&roots, &opts, &request_sizes, &progress));
+    let mut result = pool.install(|| scan_roots(&roots, &opts, &request_sizes, &progress));
     bar.finish_and_clear();
+    // Arguments that could not be scanned come first, in the order they were given.
+    refused.append(&mut result.errors);
+    result.errors = refused;
 
     for e in &result.errors {
         eprintln!("fragkit: {}: {}", e.path.display(), e.message);
@@ -84,12 +92,34 @@ pub fn run(args: ScanArgs) -> Result<i32> {
         ScanFormat::Json => out::write_json(w, &result, &listed),
         ScanFormat::Ndjson => out::write_ndjson(w, &result, &listed),
         ScanFormat::Csv => out::write_csv(w, &result, &listed),
-        ScanFormat::Filefrag => {
-            let mut p = FilefragPrinter::default();
-            listed.iter().try_for_each(|f| p.print(w, &f.file))
-        }
+        ScanFormat::Filefrag => unreachable!("handled by filefrag() above"),
     })?;
     Ok(if result.errors.is_empty() { 0 } else { 1 })
+}
+
+/// `--format filefrag`: a drop-in for `filefrag -v PATH...` (arguments in order, each
+/// mapped as filefrag maps it, directories as their own inode), so the options that choose
+/// or order files do not apply.
+fn filefrag(args: &ScanArgs) -> Result<i32> {
+    let not_with = [
+        ("--sort", args.sort.is_some()),
+        ("--reverse", args.reverse),
+        ("--top", args.top.is_some()),
+        ("--min-fragments", args.min_fragments > 0),
+        ("--ext", !args.extensions.is_empty()),
+        ("--summary-only", args.summary_only),
+        ("--cross-mounts", args.cross_mounts),
+        ("--request-size", !args.request_sizes.is_empty()),
+    ];
+    if let Some((flag, _)) = not_with.iter().find(|(_, given)| *given) {
+        bail!("{flag} does not apply to --format filefrag, which prints each argument in the order given, as filefrag -v does");
+    }
+    let mut status = 0;
+    crate::report::to_stdout(|w| {
+        status = filefrag_v(w, &args.paths, args.sync)?;
+        Ok(())
+    })?;
+    Ok(status)
 }
 
 /// Paths compare as bytes (like `sort` in the C locale): Path's component-wise Ord is

@@ -147,6 +147,24 @@ pub enum RootError {
     Fiemap { path: PathBuf, err: FiemapError },
 }
 
+impl RootError {
+    /// As a per-path error of a scan: the path, and the rest of the one-line message.
+    pub fn into_path_error(self) -> PathError {
+        let path = match &self {
+            RootError::NotFound(p) | RootError::PermissionDenied(p) => p.clone(),
+            RootError::NotFileOrDirectory { path, .. }
+            | RootError::RootWithoutFiemap { path, .. }
+            | RootError::FileWithoutFiemap { path, .. }
+            | RootError::Io { path, .. }
+            | RootError::Fiemap { path, .. } => path.clone(),
+        };
+        let line = self.to_string();
+        let prefix = format!("{}: ", path.display());
+        let message = line.strip_prefix(&prefix).unwrap_or(&line).to_string();
+        PathError { path, message }
+    }
+}
+
 fn io_error<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(io::Error) -> RootError + 'a {
     move |err| RootError::Io {
         path: path.to_path_buf(),
@@ -492,7 +510,8 @@ fn cpath(p: &Path) -> io::Result<std::ffi::CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
 }
 
-fn open_at(dirfd: RawFd, p: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
+/// openat(2) with O_CLOEXEC added.
+pub fn open_at(dirfd: RawFd, p: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     let c = cpath(p)?;
     // SAFETY: openat with a valid C string; the returned fd is owned here.
     let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags | libc::O_CLOEXEC) };

@@ -1,18 +1,26 @@
 //! `--format filefrag`: byte-for-byte what `filefrag -v FILE...` (e2fsprogs 1.47) prints
-//! for the same files in the same order, so existing scripts keep working.
+//! for the same arguments in the same order, so existing scripts keep working: the same
+//! lines on stdout, the same messages on stderr and the same exit status.
 //!
 //! filefrag keeps some state across the files of one run (column widths only grow; the
 //! "Filesystem type" line is printed when the device changes), so the printer is a struct.
 
+use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use crate::layout::model::{Extent, ExtentFlags};
-use crate::layout::walk::ScannedFile;
+use crate::layout::walk::{self, ScannedFile};
+use crate::sys::fiemap;
+use crate::sys::fsinfo::FsInfo;
 
 pub struct FilefragPrinter {
     logical_width: usize,
     physical_width: usize,
     last_device: u64,
+    said_bad_flags: bool,
 }
 
 impl Default for FilefragPrinter {
@@ -21,6 +29,7 @@ impl Default for FilefragPrinter {
             logical_width: 8,
             physical_width: 10,
             last_device: 0,
+            said_bad_flags: false,
         }
     }
 }
@@ -60,30 +69,95 @@ const FLAG_NAMES: [(ExtentFlags, &str); 12] = [
     (ExtentFlags::EXT4_HOLE, "hole,"),
 ];
 
+/// EXT4_EXTENTS_FL (include/uapi/linux/fs.h FS_EXTENT_FL): files without it (ext2/ext3
+/// block maps, inline data) make filefrag print the cylinder-group line.
+const EXT4_EXTENTS_FL: u32 = 0x0008_0000;
+
+/// statfs magics of ext2, ext3 (old kernels) and ext4.
+fn is_ext(magic: u64) -> bool {
+    (0xef51..=0xef53).contains(&magic)
+}
+
+/// strerror text without Rust's " (os error N)" suffix, as perror prints it.
+fn strerror(errno: i32) -> String {
+    let s = io::Error::from_raw_os_error(errno).to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Why one argument produced no extent list: what filefrag writes on stderr, and the errno
+/// it exits with (the first failing argument's).
+struct Failure {
+    message: String,
+    errno: i32,
+}
+
 impl FilefragPrinter {
+    /// Map and print one file already walked (`fragkit scan` of files).
     pub fn print(&mut self, out: &mut impl Write, f: &ScannedFile) -> io::Result<()> {
-        let path = f.path.display();
-        let blksize = f.fs.block_size.max(1) as u64;
-        if self.last_device != f.dev || f.dev == 0 {
-            writeln!(out, "Filesystem type is: {:x}", f.fs.magic)?;
+        self.header(out, &f.path, f.dev, &f.fs, f.layout.size, false)?;
+        self.extents(
+            out,
+            &f.path,
+            f.fs.block_size,
+            f.layout.size,
+            &f.layout.extents,
+        )
+    }
+
+    /// "Filesystem type" (and, for ext2-style files, the cylinder-group line) when the
+    /// device changes, then "File size of ...".
+    fn header(
+        &mut self,
+        out: &mut impl Write,
+        path: &Path,
+        dev: u64,
+        fs: &FsInfo,
+        size: u64,
+        block_mapped_ext: bool,
+    ) -> io::Result<()> {
+        let blksize = fs.block_size.max(1) as u64;
+        if self.last_device != dev || dev == 0 {
+            writeln!(out, "Filesystem type is: {:x}", fs.magic)?;
+            if block_mapped_ext {
+                writeln!(
+                    out,
+                    "Filesystem cylinder groups approximately {}",
+                    fs.blocks.div_ceil(blksize * 8)
+                )?;
+            }
         }
-        self.last_device = f.dev;
-        self.physical_width = self.physical_width.max(log10_floor(f.fs.blocks));
-        let size = f.layout.size;
+        self.last_device = dev;
+        self.physical_width = self.physical_width.max(log10_floor(fs.blocks));
         let numblocks = size.div_ceil(blksize);
         let blk_shift = log2_floor(blksize);
         self.logical_width = self.logical_width.max(log10_floor(numblocks));
         writeln!(
             out,
-            "File size of {path} is {size} ({} block{} of {} bytes)",
+            "File size of {} is {size} ({} block{} of {} bytes)",
+            path.display(),
             (numblocks * blksize) >> blk_shift,
             if numblocks == 1 { "" } else { "s" },
             1u64 << blk_shift
-        )?;
+        )
+    }
 
+    /// The extent lines and "N extents found".
+    fn extents(
+        &mut self,
+        out: &mut impl Write,
+        path: &Path,
+        block_size: u32,
+        size: u64,
+        extents: &[Extent],
+    ) -> io::Result<()> {
+        let path = path.display();
+        let blk_shift = log2_floor(block_size.max(1) as u64);
         let mut tot_extents = 0u64;
         let mut last: Option<&Extent> = None;
-        for (n, e) in f.layout.extents.iter().enumerate() {
+        for (n, e) in extents.iter().enumerate() {
             if n == 0 {
                 writeln!(
                     out,
@@ -116,6 +190,82 @@ impl FilefragPrinter {
         } else {
             writeln!(out, "{path}: {tot_extents} extents found")
         }
+    }
+
+    /// One argument as `filefrag -v` handles it: opened (symlinks followed), stat'ed, mapped
+    /// with FIEMAP, and where the file system has none, FIBMAP tried as filefrag does.
+    /// A FIFO is opened without blocking, where filefrag waits for a writer.
+    fn report(
+        &mut self,
+        out: &mut impl Write,
+        path: &Path,
+        sync: bool,
+    ) -> io::Result<Option<Failure>> {
+        let fail = |what: &str, e: io::Error| {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            Failure {
+                message: format!("{what}: {}", strerror(errno)),
+                errno,
+            }
+        };
+        let file = match open_follow(path) {
+            Ok(f) => f,
+            Err(e) => return Ok(Some(fail("open", e))),
+        };
+        let st = match file.metadata() {
+            Ok(st) => st,
+            Err(e) => return Ok(Some(fail("stat", e))),
+        };
+        let fs = match FsInfo::of_fd(file.as_fd()) {
+            Ok(fs) => fs,
+            Err(e) => return Ok(Some(fail("fstatfs", e))),
+        };
+        let block_mapped_ext = is_ext(fs.magic)
+            && crate::sys::inode::flags(&file).is_ok_and(|f| f & EXT4_EXTENTS_FL == 0);
+        let size = st.size();
+        self.header(out, path, st.dev(), &fs, size, block_mapped_ext)?;
+        match fiemap::read_extents(file.as_fd(), sync) {
+            Ok(extents) => {
+                self.extents(out, path, fs.block_size, size, &extents)?;
+                return Ok(None);
+            }
+            Err(fiemap::FiemapError::BadFlags(flags)) => {
+                // filefrag says this once and then falls back like any other FIEMAP failure.
+                if !self.said_bad_flags {
+                    self.said_bad_flags = true;
+                    out.flush()?;
+                    eprintln!("FIEMAP failed with unknown flags {flags:x}");
+                }
+            }
+            Err(_) => {}
+        }
+        // filefrag's fallback: FIBMAP block by block. With no blocks there is nothing to ask.
+        if size == 0 {
+            self.extents(out, path, fs.block_size, size, &[])?;
+            return Ok(None);
+        }
+        let name = path.display();
+        let (message, errno) = match fiemap::fibmap(file.as_fd(), 0) {
+            Err(e) => match e.raw_os_error().unwrap_or(libc::EIO) {
+                errno @ (libc::EINVAL | libc::ENOTTY) => {
+                    (format!("{name}: FIBMAP/FIEMAP unsupported"), errno)
+                }
+                libc::EPERM => (
+                    format!("{name}: FIBMAP requires root privileges"),
+                    libc::EPERM,
+                ),
+                errno => (format!("{name}: FIBMAP error: {}", strerror(errno)), errno),
+            },
+            // A file system with block maps but no FIEMAP (minix, isofs, fuseblk): none is
+            // mountable on the machines fragkit is tested on, so its listing is not emulated.
+            Ok(_) => (
+                format!(
+                    "{name}: no FIEMAP; fragkit does not list FIBMAP block maps (use filefrag)"
+                ),
+                libc::EOPNOTSUPP,
+            ),
+        };
+        Ok(Some(Failure { message, errno }))
     }
 
     fn print_extent(
@@ -179,4 +329,29 @@ impl FilefragPrinter {
             physical_blk.wrapping_add(ext_blks_phys),
         )
     }
+}
+
+/// open(2) read-only, following symlinks as filefrag does; O_NONBLOCK so a FIFO or a
+/// device does not wait for a peer.
+fn open_follow(path: &Path) -> io::Result<File> {
+    walk::open_at(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_NONBLOCK).map(File::from)
+}
+
+/// `filefrag -v PATHS...`: every path in argument order, the same path as often as named,
+/// a directory as its own inode. Extent lists go to `out`, filefrag's messages to stderr
+/// (after flushing `out`, so a terminal shows them in order). Returns filefrag's exit
+/// status: 0, or the errno of the first argument that failed.
+pub fn filefrag_v(out: &mut impl Write, paths: &[impl AsRef<Path>], sync: bool) -> io::Result<i32> {
+    let mut p = FilefragPrinter::default();
+    let mut status = 0;
+    for path in paths {
+        if let Some(f) = p.report(out, path.as_ref(), sync)? {
+            out.flush()?;
+            eprintln!("{}", f.message);
+            if status == 0 {
+                status = f.errno;
+            }
+        }
+    }
+    Ok(status)
 }

@@ -255,3 +255,19 @@ pub fn read_extents_into(
         }
     })
 }
+
+/// FIBMAP = _IO(0x00, 1) (include/uapi/linux/fs.h): the older one-block-at-a-time map.
+const FIBMAP: libc::c_ulong = 1;
+
+/// FIBMAP for one logical block: the physical block behind it (0 for a hole). Needs
+/// CAP_SYS_RAWIO (EPERM otherwise); EINVAL or ENOTTY where the file system has no bmap.
+/// Only `scan --format filefrag` uses it, to fail exactly as filefrag does where FIEMAP is
+/// missing.
+pub fn fibmap(fd: BorrowedFd<'_>, block: u32) -> io::Result<u32> {
+    let mut b: libc::c_int = block as libc::c_int;
+    // SAFETY: FIBMAP reads and writes one int.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), FIBMAP as _, &mut b) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(b as u32)
+}
