@@ -379,6 +379,13 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
     h
 }
 
+/// `VAR=$(CMD)` for a `scratch create`/`clone` step: without `--format json` the command
+/// prints just the mount point, which `$(...)` takes whole (spaces, quotes, newlines), where
+/// reading it back out of JSON with sed would keep JSON's escapes.
+pub fn mountpoint_into(var: &str, cmd: &str) -> String {
+    format!("{var}=$({})", cmd.replace(" --format json", ""))
+}
+
 /// The steps as a shell script: variables first, then each command.
 fn reproduce_script(r: &LabReport) -> String {
     let mut s = String::from(
@@ -398,20 +405,13 @@ fn reproduce_script(r: &LabReport) -> String {
     for step in &r.steps {
         let cmd = &step.command;
         let line = if step.name == "scratch create" {
-            format!(
-                "BASE=$({} | sed -n 's/.*\"mountpoint\": \"\\(.*\\)\".*/\\1/p')",
-                cmd
-            )
+            mountpoint_into("BASE", cmd)
         } else if let Some(var) = step
             .name
             .strip_prefix("scratch clone (")
             .and_then(|v| v.strip_suffix(')'))
         {
-            format!(
-                "{}=$({} | sed -n 's/.*\"mountpoint\": \"\\(.*\\)\".*/\\1/p')",
-                var.to_uppercase(),
-                cmd
-            )
+            mountpoint_into(&var.to_uppercase(), cmd)
         } else {
             match &step.output {
                 Some(o) => format!("{cmd} > \"${{OUT}}/{o}\""),
