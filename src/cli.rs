@@ -89,7 +89,7 @@ pub enum ScanFormat {
     Ndjson,
     /// One CSV row per file
     Csv,
-    /// Exactly what `filefrag -v` prints for each file
+    /// Exactly what `filefrag -v PATH...` prints, on stdout and stderr, with its exit status (directories are not walked: each is mapped as its own inode, as filefrag does)
     Filefrag,
 }
 
