@@ -7,6 +7,7 @@
 mod common;
 
 use std::fs::OpenOptions;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -208,6 +209,15 @@ fn scan_format_filefrag_equals_filefrag_v() {
         vec![at(1, "mid"), at(1, "small")],
         false,
     ));
+    // A name that is not UTF-8 is printed as its bytes.
+    let odd = std::ffi::OsStr::from_bytes(b"odd-\xff-name");
+    std::fs::copy(at(0, "mid"), mounts[0].1.join(odd)).unwrap();
+    std::fs::copy(at(5, "mid"), mounts[5].1.join(odd)).unwrap();
+    cases.push((
+        "a name that is not UTF-8".into(),
+        vec![mounts[0].1.join(odd), mounts[5].1.join(odd)],
+        false,
+    ));
     cases.push((
         "character devices".into(),
         vec!["/dev/null".into(), "/dev/zero".into()],
@@ -248,19 +258,25 @@ fn scan_format_filefrag_equals_filefrag_v() {
 }
 
 /// The other formats: a path that cannot be scanned is reported on stderr and counted,
-/// the rest is still scanned, and the exit status is 1.
+/// the rest is still scanned (symlinks named followed), and the exit status is 1.
 #[test]
 fn scan_reports_missing_paths_and_scans_the_rest() {
     let s = scratch(FsType::Ext4, 128 << 20, &[]);
     let m = s.mountpoint();
     write_file(&m.join("a"), 100_000, 1);
+    std::fs::create_dir(m.join("d")).unwrap();
+    write_file(&m.join("d/b"), 100_000, 2);
+    // Symlinks named on the command line are followed, to a file and to a directory.
+    std::os::unix::fs::symlink("a", m.join("link-a")).unwrap();
+    std::os::unix::fs::symlink("d", m.join("link-d")).unwrap();
     let missing = m.join("missing");
     let out = fragkit(&[
         "scan",
         "--format",
         "json",
         &missing.to_string_lossy(),
-        &m.join("a").to_string_lossy(),
+        &m.join("link-a").to_string_lossy(),
+        &m.join("link-d").to_string_lossy(),
     ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -269,7 +285,7 @@ fn scan_reports_missing_paths_and_scans_the_rest() {
         format!("fragkit: {}: no such file or directory", missing.display())
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["summary"]["files"], 1, "{doc}");
+    assert_eq!(doc["summary"]["files"], 2, "{doc}");
     assert_eq!(doc["summary"]["errors"], 1, "{doc}");
     assert_eq!(
         doc["summary"]["error_list"][0]["path"],

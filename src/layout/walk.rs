@@ -265,7 +265,7 @@ where
                     // An explicitly named file is mapped whatever its extension.
                     w.map_file(libc::AT_FDCWD, p, p.clone(), true)
                 }
-                Root::Dir(p) => match open_dir_at(libc::AT_FDCWD, p) {
+                Root::Dir(p) => match open_root_dir(p) {
                     Ok(dir) => {
                         let dev = fstat(dir.as_raw_fd()).map(|st| st.st_dev).unwrap_or(0);
                         let w = &w;
@@ -410,7 +410,7 @@ where
 
     /// Open, stat, map and close one file. `rel` is relative to `dirfd`.
     fn map_file(&self, dirfd: RawFd, rel: &Path, full: PathBuf, named: bool) {
-        let fd = match open_file_at(dirfd, rel) {
+        let fd = match open_file_at(dirfd, rel, named) {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !named => {
                 self.stats.vanished.fetch_add(1, Ordering::Relaxed);
@@ -530,13 +530,16 @@ fn open_dir_at(dirfd: RawFd, p: &Path) -> io::Result<OwnedFd> {
     )
 }
 
-/// O_NONBLOCK: a file replaced by a FIFO after listing must not hang the walk.
-fn open_file_at(dirfd: RawFd, p: &Path) -> io::Result<OwnedFd> {
-    open_at(
-        dirfd,
-        p,
-        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
-    )
+/// A directory the user named: a symlink to one is followed, as for files.
+fn open_root_dir(p: &Path) -> io::Result<OwnedFd> {
+    open_at(libc::AT_FDCWD, p, libc::O_RDONLY | libc::O_DIRECTORY)
+}
+
+/// O_NONBLOCK: a file replaced by a FIFO after listing must not hang the walk. Only a
+/// file named by the user is reached through a symlink.
+fn open_file_at(dirfd: RawFd, p: &Path, follow: bool) -> io::Result<OwnedFd> {
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    open_at(dirfd, p, libc::O_RDONLY | nofollow | libc::O_NONBLOCK)
 }
 
 fn fstat(fd: RawFd) -> io::Result<libc::stat> {

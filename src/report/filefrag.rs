@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -90,7 +91,8 @@ fn strerror(errno: i32) -> String {
 /// Why one argument produced no extent list: what filefrag writes on stderr, and the errno
 /// it exits with (the first failing argument's).
 struct Failure {
-    message: String,
+    /// Bytes: a file name is printed as it is, UTF-8 or not, as filefrag prints it.
+    message: Vec<u8>,
     errno: i32,
 }
 
@@ -134,10 +136,11 @@ impl FilefragPrinter {
         let numblocks = size.div_ceil(blksize);
         let blk_shift = log2_floor(blksize);
         self.logical_width = self.logical_width.max(log10_floor(numblocks));
+        write!(out, "File size of ")?;
+        out.write_all(path.as_os_str().as_bytes())?;
         writeln!(
             out,
-            "File size of {} is {size} ({} block{} of {} bytes)",
-            path.display(),
+            " is {size} ({} block{} of {} bytes)",
             (numblocks * blksize) >> blk_shift,
             if numblocks == 1 { "" } else { "s" },
             1u64 << blk_shift
@@ -153,7 +156,6 @@ impl FilefragPrinter {
         size: u64,
         extents: &[Extent],
     ) -> io::Result<()> {
-        let path = path.display();
         let blk_shift = log2_floor(block_size.max(1) as u64);
         let mut tot_extents = 0u64;
         let mut last: Option<&Extent> = None;
@@ -185,10 +187,11 @@ impl FilefragPrinter {
             self.print_extent(out, e, n, expected, blk_shift, size)?;
             last = Some(e);
         }
+        out.write_all(path.as_os_str().as_bytes())?;
         if tot_extents == 1 {
-            writeln!(out, "{path}: 1 extent found")
+            writeln!(out, ": 1 extent found")
         } else {
-            writeln!(out, "{path}: {tot_extents} extents found")
+            writeln!(out, ": {tot_extents} extents found")
         }
     }
 
@@ -204,7 +207,7 @@ impl FilefragPrinter {
         let fail = |what: &str, e: io::Error| {
             let errno = e.raw_os_error().unwrap_or(libc::EIO);
             Failure {
-                message: format!("{what}: {}", strerror(errno)),
+                message: format!("{what}: {}", strerror(errno)).into_bytes(),
                 errno,
             }
         };
@@ -244,27 +247,24 @@ impl FilefragPrinter {
             self.extents(out, path, fs.block_size, size, &[])?;
             return Ok(None);
         }
-        let name = path.display();
-        let (message, errno) = match fiemap::fibmap(file.as_fd(), 0) {
+        let (text, errno) = match fiemap::fibmap(file.as_fd(), 0) {
             Err(e) => match e.raw_os_error().unwrap_or(libc::EIO) {
                 errno @ (libc::EINVAL | libc::ENOTTY) => {
-                    (format!("{name}: FIBMAP/FIEMAP unsupported"), errno)
+                    (": FIBMAP/FIEMAP unsupported".to_string(), errno)
                 }
-                libc::EPERM => (
-                    format!("{name}: FIBMAP requires root privileges"),
-                    libc::EPERM,
-                ),
-                errno => (format!("{name}: FIBMAP error: {}", strerror(errno)), errno),
+                libc::EPERM => (": FIBMAP requires root privileges".into(), libc::EPERM),
+                // Not met on tmpfs, procfs, sysfs or devices; this wording is fragkit's.
+                errno => (format!(": FIBMAP error: {}", strerror(errno)), errno),
             },
             // A file system with block maps but no FIEMAP (minix, isofs, fuseblk): none is
             // mountable on the machines fragkit is tested on, so its listing is not emulated.
             Ok(_) => (
-                format!(
-                    "{name}: no FIEMAP; fragkit does not list FIBMAP block maps (use filefrag)"
-                ),
+                ": no FIEMAP; fragkit does not list FIBMAP block maps (use filefrag)".into(),
                 libc::EOPNOTSUPP,
             ),
         };
+        let mut message = path.as_os_str().as_bytes().to_vec();
+        message.extend_from_slice(text.as_bytes());
         Ok(Some(Failure { message, errno }))
     }
 
@@ -345,9 +345,10 @@ pub fn filefrag_v(out: &mut impl Write, paths: &[impl AsRef<Path>], sync: bool) 
     let mut p = FilefragPrinter::default();
     let mut status = 0;
     for path in paths {
-        if let Some(f) = p.report(out, path.as_ref(), sync)? {
+        if let Some(mut f) = p.report(out, path.as_ref(), sync)? {
             out.flush()?;
-            eprintln!("{}", f.message);
+            f.message.push(b'\n');
+            io::stderr().write_all(&f.message)?;
             if status == 0 {
                 status = f.errno;
             }
