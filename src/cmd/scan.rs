@@ -9,7 +9,9 @@ use crate::report::scan as out;
 use crate::scan::{scan_roots, FileEntry, DEFAULT_REQUEST_SIZE};
 
 /// Exit status: 0 all read, 1 some paths could not be read (reported on stderr and
-/// counted; the rest is still scanned and printed). `--format filefrag` exits as filefrag.
+/// counted; the rest is still scanned and printed), `--format filefrag` included: its
+/// stdout and stderr are filefrag's, its status is the project's (filefrag exits with an
+/// errno, and 2 would read as a fatal error here).
 pub fn run(args: ScanArgs) -> Result<i32> {
     if args.format == ScanFormat::Filefrag {
         return filefrag(&args);
@@ -119,7 +121,7 @@ fn filefrag(args: &ScanArgs) -> Result<i32> {
         status = filefrag_v(w, &args.paths, args.sync)?;
         Ok(())
     })?;
-    Ok(status)
+    Ok(if status == 0 { 0 } else { 1 })
 }
 
 /// Paths compare as bytes (like `sort` in the C locale): Path's component-wise Ord is
