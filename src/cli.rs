@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::age::hypothetical::{HypotheticalMode, HypotheticalPattern};
+use crate::age::hypothetical::{HypotheticalLayout, HypotheticalMode, HypotheticalPattern};
 use crate::scratch::FsType;
 use crate::units;
 
@@ -790,6 +790,12 @@ pub enum AgeAction {
     FragpickerSynthetic(AgeFragpickerArgs),
     /// The FAST'24 hypothetical workload: chunk, fdatasync, dummy file, repeated
     Hypothetical(AgeHypotheticalArgs),
+    /// FAST'24's SQLite workload: 16 KiB records inserted while a dummy file gets 100 KiB
+    /// + fdatasync after each, then a full table scan
+    Sqlite(AgeSqliteArgs),
+    /// FAST'24's fileserver (filebench fileserver_append.f / fileserver_read.f): a file set
+    /// appended 32 KiB at a time by threads, then read whole with O_DIRECT
+    Fileserver(AgeFileserverArgs),
     /// Seagate's Populate-and-Fragment aging from a spec such as PAF:70.30:67005@264M
     Paf(AgePafArgs),
     /// Geriatrix-style profile aging with a layout-score and free-space time series
@@ -873,6 +879,79 @@ pub struct AgeHypotheticalArgs {
     /// Keep the dummy files (default: delete them afterwards)
     #[arg(long)]
     pub keep_dummies: bool,
+    /// artifact: the artifact's program (O_APPEND target, dummies beside it, thread not
+    /// pinned); ideal: dummies in a subdirectory, writer pinned, every gap the dummy
+    #[arg(long, value_enum, default_value_t = HypotheticalLayout::Artifact)]
+    pub layout: HypotheticalLayout,
+    /// The artifact's pseudo approach: pad every dummy to a multiple of the stripe S so
+    /// each chunk starts on the next die (FAST'24 Fig. 11)
+    #[arg(long)]
+    pub approach: bool,
+    /// Read the target back afterwards (page cache dropped, O_DIRECT 1 MiB reads), timed
+    #[arg(long)]
+    pub read_back: bool,
+    /// Record the run's block requests (and the read-back) to FILE for `fragkit ssd`
+    #[arg(long, value_name = "FILE")]
+    pub block_trace: Option<PathBuf>,
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeSqliteArgs {
+    /// Directory to create testdb.db and dummy.data in
+    pub dir: PathBuf,
+    /// Records of 16 KiB to insert
+    #[arg(long, default_value_t = crate::age::sqlite::RECORDS)]
+    pub records: u64,
+    /// Bytes appended to the dummy file (then fdatasync) after each insert
+    #[arg(long, default_value = "100K", value_parser = units::parse_nonzero_size)]
+    pub dummy: u64,
+    /// No dummy file: the database grows alone (the artifact's contiguous case)
+    #[arg(long)]
+    pub contiguous: bool,
+    /// Scan the table afterwards (page cache dropped), timed
+    #[arg(long)]
+    pub read_back: bool,
+    /// Record the run's block requests (and the scan) to FILE for `fragkit ssd`
+    #[arg(long, value_name = "FILE")]
+    pub block_trace: Option<PathBuf>,
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeFileserverArgs {
+    /// Directory to create bigfileset in
+    pub dir: PathBuf,
+    /// Files in the set
+    #[arg(long, default_value_t = 10_000)]
+    pub files: u64,
+    /// Size of each file when created
+    #[arg(long, default_value = "128K", value_parser = units::parse_nonzero_size)]
+    pub file_size: u64,
+    /// Threads creating, appending and reading
+    #[arg(long, default_value_t = 10)]
+    pub threads: usize,
+    /// Bytes per append
+    #[arg(long, default_value = "32K", value_parser = units::parse_nonzero_size)]
+    pub append: u64,
+    /// Appends in all [default: two per file]
+    #[arg(long)]
+    pub appends: Option<u64>,
+    /// Write the final sizes one file after another instead (the artifact's rsync copy)
+    #[arg(long)]
+    pub contiguous: bool,
+    /// Read every file whole afterwards (O_DIRECT 1 MiB, page cache dropped), timed
+    #[arg(long)]
+    pub read_back: bool,
+    /// Record the run's block requests (and the reads) to FILE for `fragkit ssd`
+    #[arg(long, value_name = "FILE")]
+    pub block_trace: Option<PathBuf>,
     #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
