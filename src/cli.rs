@@ -296,6 +296,9 @@ pub enum BenchAction {
     Dof(BenchDofArgs),
     /// Seagate's capacity × fragmentation × transfer-size O_DIRECT matrix on PaF structures (resumable)
     Paf(BenchPafArgs),
+    /// FAST'24's result table on scratch ext4: hypothetical, SQLite and fileserver, each
+    /// contiguous / fragmented / approach; modeled (fast24 SSD), real and paper MB/s (root)
+    Fast24(BenchFast24Args),
     /// IOR's bandwidth method as MPI ranks (mpirun/srun): write then read per transfer size,
     /// timed from the first open to the last close, reads from another rank's file
     Ior(BenchIorArgs),
@@ -317,6 +320,20 @@ pub enum EngineArg {
     Uring,
     /// pread/pwrite, one request at a time
     Psync,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchFast24Args {
+    /// SQLite 1000 records and fileserver 1000 files instead of the artifact's 10000 each
+    #[arg(long)]
+    pub quick: bool,
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Keep each run's block trace (ext4 journal dropped) in DIR for `fragkit ssd`
+    #[arg(long, value_name = "DIR")]
+    pub keep_traces: Option<PathBuf>,
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
