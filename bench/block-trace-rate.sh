@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Does `fragkit trace --block` keep up at 200k requests/s (issue 14 item 1)? A RAM-backed
-# loop device (image in /dev/shm, direct I/O to the image) gets fio 4 KiB O_DIRECT random
-# reads (io_uring, QD 32) for SECONDS, paced at RATE requests/s with --rate_iops, while
+# loop device (image in /dev/shm) gets fio 4 KiB O_DIRECT random
+# reads (io_uring, 2 jobs x QD 64; JOBS, QD, DIO=1 change it) for SECONDS, paced at RATE requests/s with --rate_iops, while
 # fragkit records every block request on it (issue + complete = 2 events per request).
 # Prints the achieved request rate fio reports, the requests in the trace, and the events
 # the recorder lost (ring buffer full). Run with the tracer and fio at nice -n -15 so a busy
@@ -24,11 +24,16 @@ cleanup() {
 trap cleanup EXIT
 truncate -s 1G "$img"
 dd if=/dev/zero of="$img" bs=1M count=1024 conv=notrunc status=none
-dev=$(losetup --find --show --direct-io=on "$img" 2>/dev/null || losetup --find --show "$img")
+# Buffered by default (the loop worker copies from tmpfs pages: faster than dio here).
+if [[ ${DIO:-0} == 1 ]]; then
+    dev=$(losetup --find --show --direct-io=on "$img")
+else
+    dev=$(losetup --find --show "$img")
+fi
 echo "device $dev ($(cat /sys/block/$(basename "$dev")/loop/dio 2>/dev/null || echo ?) dio), load $(cut -d' ' -f1-3 /proc/loadavg)"
 nice -n -15 "$FRAGKIT" trace --block "$dev" -o "$out/blk.json" -- \
     nice -n -15 fio --name=rate --filename="$dev" --rw=randread --bs=4k --direct=1 \
-        --ioengine=io_uring --iodepth=32 --rate_iops="$RATE" --time_based \
+        --ioengine=io_uring --iodepth=${QD:-64} --numjobs=${JOBS:-2} --group_reporting --rate_iops=$((RATE / ${JOBS:-2})) --time_based \
         --runtime="$SECONDS_" --output-format=json --output="$out/fio.json" \
     2> "$out/fragkit.err"
 cat "$out/fragkit.err"
