@@ -8,7 +8,6 @@
 
 pub mod fileserver;
 pub mod fragpicker;
-pub mod freespace;
 pub mod fstune;
 pub mod hypothetical;
 pub mod layout;
