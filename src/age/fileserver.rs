@@ -108,6 +108,12 @@ pub fn run(spec: &FileserverSpec) -> Result<FileserverReport> {
     if spec.files == 0 || spec.threads == 0 || spec.dir_width == 0 {
         bail!("--files, --threads and the directory width must be at least 1");
     }
+    if !spec.dir.is_dir() {
+        bail!(
+            "{}: not a directory (expected the directory to create bigfileset in)",
+            spec.dir.display()
+        );
+    }
     let root = spec.dir.join("bigfileset");
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("{}: cannot remove", root.display()))?;

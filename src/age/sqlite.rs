@@ -69,6 +69,12 @@ pub fn run(spec: &SqliteSpec) -> Result<SqliteReport> {
     if spec.records == 0 {
         bail!("--records 0: expected at least one record");
     }
+    if !spec.dir.is_dir() {
+        bail!(
+            "{}: not a directory (expected the directory to create testdb.db in)",
+            spec.dir.display()
+        );
+    }
     let db = spec.dir.join("testdb.db");
     let dummy = spec.dir.join("dummy.data");
     for p in [&db, &dummy] {
