@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::age::hypothetical::{HypotheticalMode, HypotheticalPattern};
+use crate::age::hypothetical::{HypotheticalLayout, HypotheticalMode, HypotheticalPattern};
 use crate::scratch::FsType;
 use crate::units;
 
@@ -296,6 +296,9 @@ pub enum BenchAction {
     Dof(BenchDofArgs),
     /// Seagate's capacity × fragmentation × transfer-size O_DIRECT matrix on PaF structures (resumable)
     Paf(BenchPafArgs),
+    /// FAST'24's result table on scratch ext4: hypothetical, SQLite and fileserver, each
+    /// contiguous / fragmented / approach; modeled (fast24 SSD), real and paper MB/s (root)
+    Fast24(BenchFast24Args),
     /// IOR's bandwidth method as MPI ranks (mpirun/srun): write then read per transfer size,
     /// timed from the first open to the last close, reads from another rank's file
     Ior(BenchIorArgs),
@@ -317,6 +320,20 @@ pub enum EngineArg {
     Uring,
     /// pread/pwrite, one request at a time
     Psync,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchFast24Args {
+    /// SQLite 1000 records and fileserver 1000 files instead of the artifact's 10000 each
+    #[arg(long)]
+    pub quick: bool,
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Keep each run's block trace (ext4 journal dropped) in DIR for `fragkit ssd`
+    #[arg(long, value_name = "DIR")]
+    pub keep_traces: Option<PathBuf>,
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -799,6 +816,12 @@ pub enum AgeAction {
     FragpickerSynthetic(AgeFragpickerArgs),
     /// The FAST'24 hypothetical workload: chunk, fdatasync, dummy file, repeated
     Hypothetical(AgeHypotheticalArgs),
+    /// FAST'24's SQLite workload: 16 KiB records inserted while a dummy file gets 100 KiB
+    /// + fdatasync after each, then a full table scan
+    Sqlite(AgeSqliteArgs),
+    /// FAST'24's fileserver (filebench fileserver_append.f / fileserver_read.f): a file set
+    /// appended 32 KiB at a time by threads, then read whole with O_DIRECT
+    Fileserver(AgeFileserverArgs),
     /// Seagate's Populate-and-Fragment aging from a spec such as PAF:70.30:67005@264M
     Paf(AgePafArgs),
     /// Geriatrix-style profile aging with a layout-score and free-space time series
@@ -882,6 +905,79 @@ pub struct AgeHypotheticalArgs {
     /// Keep the dummy files (default: delete them afterwards)
     #[arg(long)]
     pub keep_dummies: bool,
+    /// artifact: the artifact's program (O_APPEND target, dummies beside it, thread not
+    /// pinned); ideal: dummies in a subdirectory, writer pinned, every gap the dummy
+    #[arg(long, value_enum, default_value_t = HypotheticalLayout::Artifact)]
+    pub layout: HypotheticalLayout,
+    /// The artifact's pseudo approach: pad every dummy to a multiple of the stripe S so
+    /// each chunk starts on the next die (FAST'24 Fig. 11)
+    #[arg(long)]
+    pub approach: bool,
+    /// Read the target back afterwards (page cache dropped, O_DIRECT 1 MiB reads), timed
+    #[arg(long)]
+    pub read_back: bool,
+    /// Record the run's block requests (and the read-back) to FILE for `fragkit ssd`
+    #[arg(long, value_name = "FILE")]
+    pub block_trace: Option<PathBuf>,
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeSqliteArgs {
+    /// Directory to create testdb.db and dummy.data in
+    pub dir: PathBuf,
+    /// Records of 16 KiB to insert
+    #[arg(long, default_value_t = crate::age::sqlite::RECORDS)]
+    pub records: u64,
+    /// Bytes appended to the dummy file (then fdatasync) after each insert
+    #[arg(long, default_value = "100K", value_parser = units::parse_nonzero_size)]
+    pub dummy: u64,
+    /// No dummy file: the database grows alone (the artifact's contiguous case)
+    #[arg(long)]
+    pub contiguous: bool,
+    /// Scan the table afterwards (page cache dropped), timed
+    #[arg(long)]
+    pub read_back: bool,
+    /// Record the run's block requests (and the scan) to FILE for `fragkit ssd`
+    #[arg(long, value_name = "FILE")]
+    pub block_trace: Option<PathBuf>,
+    #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeFileserverArgs {
+    /// Directory to create bigfileset in
+    pub dir: PathBuf,
+    /// Files in the set
+    #[arg(long, default_value_t = 10_000)]
+    pub files: u64,
+    /// Size of each file when created
+    #[arg(long, default_value = "128K", value_parser = units::parse_nonzero_size)]
+    pub file_size: u64,
+    /// Threads creating, appending and reading
+    #[arg(long, default_value_t = 10)]
+    pub threads: usize,
+    /// Bytes per append
+    #[arg(long, default_value = "32K", value_parser = units::parse_nonzero_size)]
+    pub append: u64,
+    /// Appends in all [default: two per file]
+    #[arg(long)]
+    pub appends: Option<u64>,
+    /// Write the final sizes one file after another instead (the artifact's rsync copy)
+    #[arg(long)]
+    pub contiguous: bool,
+    /// Read every file whole afterwards (O_DIRECT 1 MiB, page cache dropped), timed
+    #[arg(long)]
+    pub read_back: bool,
+    /// Record the run's block requests (and the reads) to FILE for `fragkit ssd`
+    #[arg(long, value_name = "FILE")]
+    pub block_trace: Option<PathBuf>,
     #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = InfoFormat::Table)]

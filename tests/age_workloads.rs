@@ -5,7 +5,9 @@ mod common;
 
 use common::*;
 use fragkit::age::fragpicker::Fragmentor;
-use fragkit::age::hypothetical::{build, HypotheticalMode, HypotheticalPattern, HypotheticalSpec};
+use fragkit::age::hypothetical::{
+    build, HypotheticalLayout, HypotheticalMode, HypotheticalPattern, HypotheticalSpec,
+};
 use fragkit::scratch::FsType;
 use fragkit::scratch::{Scratch, ScratchSpec};
 
@@ -27,6 +29,9 @@ fn hypothetical_worst_append_gives_256_fragments_on_ext4_nodelalloc() {
         tune: true,
         keep_dummies: false,
         seed: 1,
+        layout: HypotheticalLayout::Ideal,
+        approach: false,
+        read_back: false,
     })
     .unwrap();
     assert_eq!(r.chunks, 256);
@@ -43,6 +48,47 @@ fn hypothetical_worst_append_gives_256_fragments_on_ext4_nodelalloc() {
     let dev = s.device_name();
     let knob = std::fs::read_to_string(format!("/sys/fs/ext4/{dev}/mb_stream_req")).unwrap();
     assert_eq!(knob.trim(), "16");
+    assert_eq!(r.gaps.iter().map(|g| g.1).sum::<u64>(), 255);
+}
+
+/// The artifact's program (O_APPEND target, dummies beside it, thread free to move) with
+/// the pseudo approach: every dummy is S, the file is whole, the histograms add up, and
+/// the read-back ran.
+#[test]
+fn hypothetical_artifact_sequence_with_the_pseudo_approach() {
+    require_root();
+    let mut spec = ScratchSpec::new(FsType::Ext4, 256 << 20);
+    spec.mount_options = Some("nodelalloc".into());
+    let s = Scratch::create(&spec).unwrap();
+    let r = build(&HypotheticalSpec {
+        path: s.mountpoint().join("T0.data"),
+        mode: HypotheticalMode::Append,
+        pattern: HypotheticalPattern::Worst,
+        chunk: 32 << 10,
+        stripe: 256 << 10,
+        size: 4 << 20,
+        direct: false,
+        tune: true,
+        keep_dummies: true,
+        seed: 1,
+        layout: HypotheticalLayout::Artifact,
+        approach: true,
+        read_back: true,
+    })
+    .unwrap();
+    assert_eq!(r.dummy_bytes, 128 * (256 << 10));
+    assert!(s.mountpoint().join("D127.data").exists());
+    assert!(!r.setup.pinned_to_one_cpu);
+    let total: u64 = r.extent_sizes.iter().map(|(b, n)| b * n).sum();
+    assert_eq!(total, 4 << 20);
+    assert!(r.extent_sizes.iter().all(|(b, _)| b % (32 << 10) == 0));
+    assert_eq!(
+        r.gaps.iter().map(|g| g.1).sum::<u64>() + 1,
+        r.achieved.fragments
+    );
+    let read = r.read.unwrap();
+    assert_eq!(read.bytes, 4 << 20);
+    assert!(read.mb_s > 0.0);
 }
 
 #[test]

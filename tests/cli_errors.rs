@@ -174,6 +174,13 @@ fn nonsense_is_refused() {
             &["age", "paf", "PAF:5Ã.30@1M", "--target", &d, "--dry-run"],
             "found 'Ã'",
         ),
+        // The FAST'24 workloads write into an existing directory, never create one.
+        (
+            &["age", "fileserver", &f, "--files", "3"],
+            "not a directory",
+        ),
+        (&["age", "sqlite", &f, "--records", "3"], "not a directory"),
+        (&["age", "sqlite", &d, "--records", "0"], "--records 0"),
     ];
     all_refused(cases);
 }

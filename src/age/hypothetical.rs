@@ -6,6 +6,23 @@
 //! - random: dummy of a random multiple of G (1..=32, seeded);
 //! - aligned: dummy of S (chunks die-aligned).
 //!
+//! `layout` chooses how faithfully: `Artifact` (default) runs the artifact's program
+//! (yuhun-Jun/fast24_ae `evaluation/hypothetical/{append,overwrite}_maker.cpp`): the target
+//! opened `O_APPEND` for append (overwrite: written whole in 1 MiB writes, fsync, then each
+//! chunk rewritten in place), a buffered write of G, fdatasync, a new dummy file `D<n>.data`
+//! beside the target written in one buffered write, fdatasync, close; the thread free to
+//! move between CPUs as under the artifact's `numactl --cpubind=NODE`. On ext4 nodelalloc
+//! that gives irregular gaps (chunks drawn from different CPUs' preallocation pools sit
+//! next to each other). `Ideal` keeps fragkit's earlier builder: dummies in a
+//! subdirectory and the writer pinned to one CPU, so every gap is exactly the dummy.
+//!
+//! `approach`: the artifact's user-level pseudo approach (`pseudo_append_NVMe.sh`, the
+//! paper's Fig. 11 on real SSDs): the dummy is padded to the next multiple of S, so the
+//! data between two chunks is a whole number of stripes plus the chunk itself and each
+//! chunk starts on the die after the previous chunk's (worst: S − G becomes S, exactly the
+//! artifact's `DUMMYAPPEND_SIZE=$STRIPE_SIZE`; random: k·G rounded up to S, fragkit's
+//! extension of the same rule).
+//!
 //! File-system setup: the artifact formatted ext4 with an external journal, `-m 0`, mounted
 //! it `nodelalloc`, set `reserved_clusters` to 0 and `mb_stream_req` to 4200000000 (so every
 //! allocation comes from the shared locality-group preallocation, in write order). fragkit
@@ -47,9 +64,25 @@ pub enum HypotheticalPattern {
     Aligned,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+/// How faithfully the workload follows the artifact's program.
+pub enum HypotheticalLayout {
+    /// The artifact's program: O_APPEND target, dummies beside it, thread not pinned
+    #[default]
+    Artifact,
+    /// Dummies in a subdirectory, writer pinned to one CPU: every gap is the dummy
+    Ideal,
+}
+
 /// What to build.
 #[derive(Debug, Clone)]
 pub struct HypotheticalSpec {
+    pub layout: HypotheticalLayout,
+    /// The artifact's pseudo approach: dummies padded to a multiple of S.
+    pub approach: bool,
+    /// Read the target back afterwards (page cache dropped, O_DIRECT 1 MiB reads).
+    pub read_back: bool,
     pub path: PathBuf,
     pub mode: HypotheticalMode,
     pub pattern: HypotheticalPattern,
@@ -85,6 +118,8 @@ pub struct FsSetup {
 #[derive(Debug, Clone, Serialize)]
 pub struct HypotheticalReport {
     pub version: u32,
+    pub layout: HypotheticalLayout,
+    pub approach: bool,
     pub mode: &'static str,
     pub pattern: &'static str,
     pub chunk: u64,
@@ -97,6 +132,14 @@ pub struct HypotheticalReport {
     pub dummies_kept: bool,
     pub setup: FsSetup,
     pub achieved: FileCheck,
+    /// Fragment sizes of the target: (bytes, count).
+    pub extent_sizes: Vec<(u64, u64)>,
+    /// Gaps between consecutive fragments (next physical start − previous end, bytes;
+    /// negative when the next fragment lies before): (bytes, count).
+    pub gaps: Vec<(i64, u64)>,
+    /// The read-back when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<super::ReadBack>,
     pub elapsed_seconds: f64,
 }
 
@@ -207,26 +250,37 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "target".into());
-    let dummy_dir = dir.join(format!("{name}.dummies"));
-    if dummy_dir.exists() {
-        fs::remove_dir_all(&dummy_dir)?;
-    }
-    fs::create_dir(&dummy_dir)
-        .with_context(|| format!("{}: cannot create", dummy_dir.display()))?;
+    let ideal = spec.layout == HypotheticalLayout::Ideal;
+    let dummy_dir = if ideal {
+        let d = dir.join(format!("{name}.dummies"));
+        if d.exists() {
+            fs::remove_dir_all(&d)?;
+        }
+        fs::create_dir(&d).with_context(|| format!("{}: cannot create", d.display()))?;
+        d
+    } else {
+        dir.clone()
+    };
     let flags = if spec.direct { libc::O_DIRECT } else { 0 };
-    let open = |p: &Path, truncate: bool| -> Result<File> {
+    let open = |p: &Path, truncate: bool, append: bool| -> Result<File> {
         OpenOptions::new()
             .create(true)
             .write(true)
-            .truncate(truncate)
+            .truncate(truncate && !append)
+            .append(append)
             .custom_flags(flags)
             .open(p)
             .with_context(|| format!("{}: cannot open for writing", p.display()))
     };
     let n = spec.size / g;
     let buf = seeded_buf((32 * g).max(spec.stripe).max(1 << 20) as usize, spec.seed);
-    let target = open(&spec.path, true)?;
-    if spec.mode == HypotheticalMode::Overwrite {
+    let append = spec.mode == HypotheticalMode::Append;
+    // The artifact: open O_CREAT|O_TRUNC, close, reopen O_APPEND for the appends.
+    let mut target = open(&spec.path, true, false)?;
+    if append && !ideal {
+        target = open(&spec.path, false, true)?;
+    }
+    if !append {
         let mut off = 0;
         while off < spec.size {
             let len = (spec.size - off).min(1 << 20);
@@ -237,38 +291,68 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
     }
     let mut rng = seeded_rng(spec.seed);
     let mut dummy_bytes = 0;
-    let pin = CpuPin::current();
+    let mut dummies = Vec::new();
+    let pin = if ideal { Some(CpuPin::current()) } else { None };
     let pb = super::progress_bar(n, "age hypothetical");
     for i in 0..n {
-        write_all_at(&target, &buf.as_slice()[..g as usize], i * g)
-            .with_context(|| format!("{}: write", spec.path.display()))?;
+        let chunk = &buf.as_slice()[..g as usize];
+        if append && !ideal {
+            std::io::Write::write_all(&mut target, chunk)
+        } else {
+            write_all_at(&target, chunk, i * g)
+        }
+        .with_context(|| format!("{}: write", spec.path.display()))?;
         target.sync_data()?;
-        let dummy = match spec.pattern {
+        let mut dummy = match spec.pattern {
             HypotheticalPattern::Worst => spec.stripe - g,
             HypotheticalPattern::Random => rng.random_range(1..=32u64) * g,
             HypotheticalPattern::Aligned => spec.stripe,
         };
+        if spec.approach {
+            dummy = dummy.div_ceil(spec.stripe).max(1) * spec.stripe;
+        }
         if dummy > 0 {
-            let p = dummy_dir.join(format!("D{i}"));
-            let d = open(&p, true)?;
-            write_all_at(&d, &buf.as_slice()[..dummy as usize], 0)
+            let p = if ideal {
+                dummy_dir.join(format!("D{i}"))
+            } else {
+                dummy_dir.join(format!("D{i}.data"))
+            };
+            let mut d = open(&p, ideal, !ideal)?;
+            std::io::Write::write_all(&mut d, &buf.as_slice()[..dummy as usize])
                 .with_context(|| format!("{}: write", p.display()))?;
             d.sync_data()?;
             dummy_bytes += dummy;
+            dummies.push(p);
         }
         pb.inc(1);
     }
     pb.finish_and_clear();
-    let pinned = pin.0.is_some();
+    let pinned = pin.as_ref().is_some_and(|p| p.0.is_some());
     drop(pin);
     target.sync_all()?;
     drop(target);
     let achieved = check_file(&spec.path)?;
     if !spec.keep_dummies {
-        fs::remove_dir_all(&dummy_dir)?;
+        if ideal {
+            fs::remove_dir_all(&dummy_dir)?;
+        } else {
+            for p in &dummies {
+                fs::remove_file(p).with_context(|| format!("{}: cannot remove", p.display()))?;
+            }
+        }
     }
+    let read = if spec.read_back {
+        Some(super::read_back(&spec.path)?)
+    } else {
+        None
+    };
     Ok(HypotheticalReport {
         version: 1,
+        layout: spec.layout,
+        approach: spec.approach,
+        extent_sizes: super::size_histogram(&achieved.runs),
+        gaps: super::gap_histogram(&achieved.runs),
+        read,
         mode: mode_name(spec.mode),
         pattern: pattern_name(spec.pattern),
         chunk: g,

@@ -6,12 +6,14 @@
 //! [`layout::build`], [`fragpicker::synthetic`], [`hypothetical::build`], [`paf::run`],
 //! [`profile::run`].
 
+pub mod fileserver;
 pub mod fragpicker;
 pub mod fstune;
 pub mod hypothetical;
 pub mod layout;
 pub mod paf;
 pub mod profile;
+pub mod sqlite;
 
 use std::fs::File;
 use std::io;
@@ -209,4 +211,111 @@ pub fn file_set_digest(files: &[(String, u64)]) -> String {
         }
     }
     format!("{h:016x}")
+}
+
+/// What reading files back cost: the artifact's read phase (page cache dropped, O_DIRECT,
+/// 1 MiB reads, timed from the first read to the last).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ReadBack {
+    /// CLOCK_MONOTONIC ns when the timed reads began (the block tracepoints' clock): where
+    /// a recording's read phase starts.
+    #[serde(skip)]
+    pub started_ns: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// bytes / seconds, MB = 10^6 bytes (as the artifact's printresult).
+    pub mb_s: f64,
+}
+
+impl ReadBack {
+    pub fn new(started_ns: u64, bytes: u64, seconds: f64) -> ReadBack {
+        let mb_s = if seconds > 0.0 {
+            bytes as f64 / seconds / 1e6
+        } else {
+            0.0
+        };
+        ReadBack {
+            started_ns,
+            bytes,
+            seconds,
+            mb_s,
+        }
+    }
+}
+
+/// Read all of `path` with O_DIRECT in `io` byte requests into `buf`; returns the bytes read.
+pub fn read_whole_direct(path: &Path, buf: &mut AlignedBuf, io: usize) -> Result<u64> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .with_context(|| format!("{}: cannot open for O_DIRECT reading", path.display()))?;
+    let io = io.min(buf.len());
+    let mut off = 0u64;
+    loop {
+        let n = f
+            .read_at(&mut buf.as_mut_slice()[..io], off)
+            .with_context(|| format!("{}: read at {off}", path.display()))?;
+        if n == 0 {
+            return Ok(off);
+        }
+        off += n as u64;
+    }
+}
+
+/// Drop the page cache, then read `path` whole with O_DIRECT 1 MiB reads, timed.
+pub fn read_back(path: &Path) -> Result<ReadBack> {
+    crate::io::job::drop_caches()?;
+    let mut buf = AlignedBuf::new(1 << 20);
+    let started = monotonic_ns();
+    let t = std::time::Instant::now();
+    let bytes = read_whole_direct(path, &mut buf, 1 << 20)?;
+    Ok(ReadBack::new(started, bytes, t.elapsed().as_secs_f64()))
+}
+
+/// CLOCK_MONOTONIC in ns (bpf_ktime_get_ns's clock).
+pub fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Sizes of the gaps between a file's consecutive fragments (physical start of one minus
+/// physical end of the one before, in logical order), counted per size: the histogram the
+/// FAST'24 runs are compared by.
+pub fn gap_histogram(runs: &[Fragment]) -> Vec<(i64, u64)> {
+    let mut h = std::collections::BTreeMap::new();
+    for w in runs.windows(2) {
+        let gap = w[1].physical as i64 - (w[0].physical + w[0].length) as i64;
+        *h.entry(gap).or_insert(0u64) += 1;
+    }
+    h.into_iter().collect()
+}
+
+/// Extent sizes of a file's fragments, counted per size.
+pub fn size_histogram(runs: &[Fragment]) -> Vec<(u64, u64)> {
+    let mut h = std::collections::BTreeMap::new();
+    for r in runs {
+        *h.entry(r.length).or_insert(0u64) += 1;
+    }
+    h.into_iter().collect()
+}
+
+/// The whole block device (`/dev/loopN`) a directory's file system sits on, and that file
+/// system's mount point: what a block recording of a workload in `dir` needs.
+pub fn device_of(dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    let abs = dir
+        .canonicalize()
+        .with_context(|| format!("{}: cannot resolve", dir.display()))?;
+    let name = fstune::block_device_name(&abs)
+        .ok_or_else(|| anyhow!("{}: not on a block device", abs.display()))?;
+    let mounts = crate::sys::mountinfo::read()?;
+    let m = crate::sys::mountinfo::containing(&mounts, &abs)
+        .ok_or_else(|| anyhow!("{}: no mount holds it", abs.display()))?;
+    Ok((PathBuf::from(format!("/dev/{name}")), m.mountpoint.clone()))
 }

@@ -2,6 +2,7 @@
 //! a file's layout predicts a run will cost.
 
 pub mod dof;
+pub mod fast24;
 pub mod ior;
 pub mod paf_matrix;
 pub mod probe;

@@ -62,11 +62,60 @@ pub fn run(action: AgeAction) -> Result<i32> {
                 tune: !a.no_tune,
                 keep_dummies: a.keep_dummies,
                 seed: a.seed,
+                layout: a.layout,
+                approach: a.approach,
+                read_back: a.read_back,
             };
-            let r = age::hypothetical::build(&spec)?;
+            let dir = match spec.path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => std::path::PathBuf::from("."),
+            };
+            let r = recorded(&dir, a.block_trace.as_deref(), || {
+                age::hypothetical::build(&spec)
+            })?;
             report::to_stdout(|w| match a.format {
                 InfoFormat::Json => report::write_json_pretty(w, &r),
                 InfoFormat::Table => out::hypothetical(w, &r),
+            })?;
+            Ok(0)
+        }
+        AgeAction::Sqlite(a) => {
+            let spec = age::sqlite::SqliteSpec {
+                dir: a.dir,
+                records: a.records,
+                dummy_bytes: a.dummy,
+                contiguous: a.contiguous,
+                read_back: a.read_back,
+                seed: a.seed,
+            };
+            let r = recorded(&spec.dir, a.block_trace.as_deref(), || {
+                age::sqlite::run(&spec)
+            })?;
+            report::to_stdout(|w| match a.format {
+                InfoFormat::Json => report::write_json_pretty(w, &r),
+                InfoFormat::Table => out::sqlite(w, &r),
+            })?;
+            Ok(0)
+        }
+        AgeAction::Fileserver(a) => {
+            let spec = age::fileserver::FileserverSpec {
+                dir: a.dir,
+                files: a.files,
+                file_size: a.file_size,
+                dir_width: 20,
+                threads: a.threads,
+                append: a.append,
+                appends: a.appends.unwrap_or(2 * a.files),
+                contiguous: a.contiguous,
+                read_back: a.read_back,
+                seed: a.seed,
+            };
+            let r = recorded(&spec.dir, a.block_trace.as_deref(), || {
+                age::fileserver::run(&spec)
+            })?;
+            report::to_stdout(|w| match a.format {
+                InfoFormat::Json => report::write_json_pretty(w, &r),
+                InfoFormat::Table => out::fileserver(w, &r),
             })?;
             Ok(0)
         }
@@ -130,4 +179,30 @@ fn paf_ranks(a: &crate::cli::AgePafArgs, cluster: &crate::cluster::Cluster) -> R
         InfoFormat::Table => out::paf_ranks(w, &r),
     })?;
     Ok(0)
+}
+
+/// Run `work`, recording the block requests of the device `dir` lives on to `out` (with
+/// each request's file resolved under that file system's mount) when asked.
+pub(crate) fn recorded<R: Send>(
+    dir: &std::path::Path,
+    out: Option<&std::path::Path>,
+    work: impl FnOnce() -> Result<R> + Send,
+) -> Result<R> {
+    let Some(out) = out else {
+        return work();
+    };
+    let (dev, mount) = age::device_of(dir)?;
+    let (mut trace, r) = crate::trace::block::record_during(&dev, work)?;
+    let r = r?;
+    crate::trace::block::resolve_owners(&mut trace, &mount)?;
+    std::fs::write(out, trace.to_json() + "\n")
+        .map_err(|e| anyhow::anyhow!("writing the block trace to {}: {e}", out.display()))?;
+    eprintln!(
+        "fragkit: {} block requests on {} ({} dropped); trace in {}",
+        trace.requests.len(),
+        trace.device,
+        trace.dropped,
+        out.display()
+    );
+    Ok(r)
 }

@@ -22,6 +22,7 @@ pub fn run(action: BenchAction) -> Result<i32> {
         BenchAction::Writes(a) => run_writes(a),
         BenchAction::Sweep(a) => run_sweep(a),
         BenchAction::Dof(a) => run_dof(a),
+        BenchAction::Fast24(a) => run_fast24(a),
         BenchAction::Paf(a) => run_paf(a),
         BenchAction::Ior(a) => {
             let cluster = crate::cluster::Cluster::init()?;
@@ -221,6 +222,29 @@ fn run_sweep(a: BenchSweepArgs) -> Result<i32> {
     if let Some(png) = &a.plot {
         eprintln!("plot written to {}", png.display());
     }
+    Ok(0)
+}
+
+fn run_fast24(a: crate::cli::BenchFast24Args) -> Result<i32> {
+    use crate::bench::fast24;
+    crate::scratch::require_root("bench fast24")?;
+    let spec = fast24::Fast24Spec {
+        quick: a.quick,
+        seed: a.seed,
+        traces: a.keep_traces,
+    };
+    let bar = progress(fast24::RUNS, "runs");
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    let report = fast24::run(&spec, &mut |name| {
+        bar.set_message(format!("last: {name}"));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    crate::report::to_stdout(|w| match a.format {
+        BenchFormat::Table => crate::report::fast24::table(w, &report),
+        BenchFormat::Json => crate::report::write_json_pretty(w, &report),
+        BenchFormat::Csv => crate::report::fast24::csv(w, &report),
+    })?;
     Ok(0)
 }
 

@@ -138,6 +138,55 @@ pub fn hypothetical(
         HumanBytes(r.achieved.frag_distances.min),
         HumanBytes(r.achieved.frag_distances.max),
     )?;
+    writeln!(
+        w,
+        "  layout {}{}; dummies {}",
+        match r.layout {
+            crate::age::hypothetical::HypotheticalLayout::Artifact => "artifact",
+            crate::age::hypothetical::HypotheticalLayout::Ideal => "ideal",
+        },
+        if r.approach {
+            ", pseudo approach (dummies padded to a multiple of S)"
+        } else {
+            ""
+        },
+        HumanBytes(r.dummy_bytes)
+    )?;
+    let sizes: Vec<String> = r
+        .extent_sizes
+        .iter()
+        .map(|(b, n)| format!("{n} × {}", HumanBytes(*b)))
+        .collect();
+    writeln!(w, "  fragments: {}", sizes.join(", "))?;
+    let mut gaps: Vec<&(i64, u64)> = r.gaps.iter().collect();
+    gaps.sort_by_key(|g| std::cmp::Reverse(g.1));
+    let shown: Vec<String> = gaps
+        .iter()
+        .take(8)
+        .map(|(b, n)| {
+            let size = if *b < 0 {
+                format!("-{}", HumanBytes(b.unsigned_abs()))
+            } else {
+                HumanBytes(*b as u64).to_string()
+            };
+            format!("{n} × {size}")
+        })
+        .collect();
+    writeln!(
+        w,
+        "  gaps (most common of {} sizes): {}",
+        r.gaps.len(),
+        shown.join(", ")
+    )?;
+    if let Some(rb) = &r.read {
+        writeln!(
+            w,
+            "  read back: {} in {:.3} s = {:.1} MB/s (O_DIRECT 1 MiB, page cache dropped)",
+            HumanBytes(rb.bytes),
+            rb.seconds,
+            rb.mb_s
+        )?;
+    }
     Ok(())
 }
 
@@ -260,5 +309,64 @@ pub fn paf_ranks(w: &mut dyn Write, r: &crate::age::paf::PafRanksReport) -> io::
         r.layout_score,
         r.file_set_digest
     )?;
+    Ok(())
+}
+
+fn read_line(w: &mut dyn Write, what: &str, rb: &crate::age::ReadBack) -> io::Result<()> {
+    writeln!(
+        w,
+        "  {what}: {} in {:.3} s = {:.1} MB/s (page cache dropped)",
+        HumanBytes(rb.bytes),
+        rb.seconds,
+        rb.mb_s
+    )
+}
+
+pub fn sqlite(w: &mut dyn Write, r: &crate::age::sqlite::SqliteReport) -> io::Result<()> {
+    writeln!(
+        w,
+        "{}: {} records of {} ({}), dummy {}: {} in {} fragments",
+        r.achieved.path.display(),
+        r.records,
+        HumanBytes(r.record_bytes),
+        if r.contiguous {
+            "contiguous"
+        } else {
+            "with dummy appends"
+        },
+        HumanBytes(r.dummy_bytes),
+        HumanBytes(r.achieved.size),
+        r.achieved.fragments
+    )?;
+    if let Some(rb) = &r.read {
+        read_line(
+            w,
+            &format!("full table scan of {} rows", r.rows_scanned),
+            rb,
+        )?;
+    }
+    Ok(())
+}
+
+pub fn fileserver(
+    w: &mut dyn Write,
+    r: &crate::age::fileserver::FileserverReport,
+) -> io::Result<()> {
+    writeln!(
+        w,
+        "fileserver: {} files of {} + {} appends of {} by {} threads ({}): {} in {} fragments, {} files fragmented",
+        r.files,
+        HumanBytes(r.file_size),
+        r.appends,
+        HumanBytes(r.append),
+        r.threads,
+        if r.contiguous { "contiguous" } else { "aged" },
+        HumanBytes(r.bytes),
+        r.fragments,
+        r.fragmented_files
+    )?;
+    if let Some(rb) = &r.read {
+        read_line(w, "read whole files, O_DIRECT 1 MiB", rb)?;
+    }
     Ok(())
 }

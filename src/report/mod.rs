@@ -4,6 +4,7 @@ pub mod age;
 pub mod bench;
 pub mod bench_runs;
 pub mod defrag;
+pub mod fast24;
 pub mod filefrag;
 pub mod free;
 pub mod ior;

@@ -32,9 +32,10 @@ pub enum Placement {
     /// Conventional FTL: write order, g bytes per die, then the next die.
     #[default]
     WriteOrder,
-    /// FAST'24's host-assisted placement: a unit's die follows its file offset, so file
-    /// offsets o and o + g sit on consecutive dies whatever was written in between.
-    /// Units without an inode/offset in the trace fall back to write order.
+    /// FAST'24's host-assisted placement (NVMeVirt_DA): an append continues on the die
+    /// after the file's previous block, an overwrite returns to the old data's die, so a
+    /// file's consecutive g-sized pieces sit on consecutive dies whatever was written in
+    /// between. Requests without an inode/offset in the trace continue in write order.
     Approach,
 }
 
@@ -111,6 +112,13 @@ impl PageMap {
             values = &values[n..];
             lpn += n as u64;
         }
+    }
+
+    /// The entry of `lpn`, when mapped.
+    fn get(&mut self, lpn: u64) -> Option<u64> {
+        let i = self.chunk(lpn / CHUNK as u64, false)?;
+        let v = self.chunks[i as usize][(lpn % CHUNK as u64) as usize];
+        (v != 0).then_some(v)
     }
 
     #[inline]
@@ -259,9 +267,10 @@ pub struct Ssd {
     map: PageMap,
     // Write pointers.
     cur_die: u32,
-    filled: u64,
     local: Vec<u64>,
-    bases: HashMap<u64, u32>,
+    /// The approach: (inode, file unit) → logical unit of resolved writes, so an append
+    /// can find the die of the file's previous block.
+    file_units: HashMap<(u64, u64), u64>,
     // Resources: free-from times.
     die_free: Vec<u64>,
     die_owner: Vec<u64>,
@@ -298,9 +307,8 @@ impl Ssd {
             read_ns: p.read_ns,
             map: PageMap::new(),
             cur_die: 0,
-            filled: 0,
             local: vec![0; dies as usize],
-            bases: HashMap::new(),
+            file_units: HashMap::new(),
             die_free: vec![0; dies as usize],
             die_owner: vec![u64::MAX; dies as usize],
             die_busy: vec![0; dies as usize],
@@ -521,17 +529,19 @@ impl Ssd {
         let (_, acked) = self
             .host
             .reserve(t, Params::xfer_ns(r.bytes, self.p.host_mb_s));
+        if let (Placement::Approach, Some(ino), Some(off)) = (self.placement, r.inode, r.offset) {
+            // The file offset of unit `first` (the request may start inside it).
+            let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
+            self.steer(ino, fu);
+            for k in 0..end - first {
+                self.file_units.insert((ino, fu + k), first + k);
+            }
+        }
         // Out of place: an overwritten unit's old page just becomes invalid (no GC).
         let mut placed = std::mem::take(&mut self.scratch);
         placed.clear();
-        for lpn in first..end {
-            let (die, local) = match (self.placement, r.inode, r.offset) {
-                (Placement::Approach, Some(ino), Some(off)) => {
-                    let file_off = off + (lpn * MAP_UNIT).saturating_sub(r.byte_offset());
-                    self.alloc_by_offset(ino, file_off)
-                }
-                _ => self.alloc_in_order(),
-            };
+        for _ in first..end {
+            let (die, local) = self.alloc();
             placed.push(pack(die, local));
             if (local + 1) % self.units_per_page == 0 {
                 self.program(die, acked);
@@ -543,43 +553,41 @@ impl Ssd {
         acked
     }
 
-    fn alloc_in_order(&mut self) -> (u32, u64) {
+    /// The next unit at the write pointer: each die fills its own pages; the pointer moves
+    /// to the next die when the die it stands on has filled g bytes (NVMeVirt's
+    /// `advance_write_pointer`, and `advance_write_pointer_DA` with one pointer per die).
+    fn alloc(&mut self) -> (u32, u64) {
         let d = self.cur_die;
         let l = self.local[d as usize];
         self.local[d as usize] += 1;
-        self.filled += 1;
-        if self.filled == self.units_per_g {
-            self.filled = 0;
+        if (l + 1) % self.units_per_g == 0 {
             self.cur_die = (d + 1) % self.dies;
         }
         (d, l)
     }
 
-    /// The approach: file offset o lands on die base(file) + o / g, so a file's
-    /// consecutive g-sized pieces sit on consecutive dies. A file's base is the die the
-    /// write pointer stood on at its first write; afterwards the pointer continues after
-    /// the die just used (NVMeVirt_DA sets `lunpointer` to the chosen die, then advances).
-    fn alloc_by_offset(&mut self, inode: u64, off: u64) -> (u32, u64) {
-        let dies = self.dies as u64;
-        let piece = off / MAP_UNIT / self.units_per_g;
-        let cur = self.cur_die as u64;
-        let base = *self
-            .bases
-            .entry(inode)
-            .or_insert_with(|| ((cur + dies - piece % dies) % dies) as u32)
-            as u64;
-        let d = ((base + piece) % dies) as u32;
-        let l = self.local[d as usize];
-        self.local[d as usize] += 1;
-        let within = off / MAP_UNIT % self.units_per_g;
-        if within + 1 == self.units_per_g {
-            self.cur_die = (d + 1) % self.dies;
-            self.filled = 0;
-        } else {
-            self.cur_die = d;
-            self.filled = within + 1;
+    /// The approach as NVMeVirt_DA's `conv_write` does it, once per request: an overwrite
+    /// (the file's first unit was written before) goes back to the die that held the old data; an append
+    /// goes to the die after the one holding the file's previous block. Either way the
+    /// request then fills that die's open page and moves on like any write, so a chunk
+    /// that starts inside a page continues on the next die instead of taking two pages of
+    /// one die. (Die = base + offset / g per unit, the earlier form, put a chunk that
+    /// started mid-page on two pages of one die: more collisions than write order.)
+    fn steer(&mut self, ino: u64, file_unit: u64) {
+        if let Some(v) = self
+            .file_units
+            .get(&(ino, file_unit))
+            .copied()
+            .and_then(|lpn| self.map.get(lpn))
+        {
+            self.cur_die = unpack(v).0;
+        } else if let Some(prev) = file_unit
+            .checked_sub(1)
+            .and_then(|u| self.file_units.get(&(ino, u)).copied())
+            .and_then(|lpn| self.map.get(lpn))
+        {
+            self.cur_die = (unpack(prev).0 + 1) % self.dies;
         }
-        (d, l)
     }
 
     /// Program one full page on `die` once its data is in the buffer at `t`.
@@ -731,6 +739,58 @@ mod tests {
         let a = Ssd::replay(&p, Placement::Approach, &t2).unwrap();
         assert_eq!(a.collisions, 0);
         near(a.read_time_ns, PAGE_DIE_NS, 16);
+    }
+
+    /// A 4 KiB metadata write leaves die 0's page partly filled; the file's first chunk
+    /// then starts mid-page. NVMeVirt_DA fills die 0's open page and continues on die 1;
+    /// the second chunk (an append) goes to the die after its previous block. Hand
+    /// placement (units): meta d0:0; A0 d0:1-7 + d1:0; dummy 224K d1:1-7, d2..d7, d0:8;
+    /// A1 after d1 → d2:8-15. Reading A: pages d0/0, d1/0, d2/1 — three dies, no
+    /// collision. Write order: A1 lands on d0:9-15 + d1:8 — two pages on each of d0, d1.
+    #[test]
+    fn approach_chunk_starting_mid_page_continues_on_the_next_die() {
+        let p = simple(8, 1023);
+        let file = |mut q: Request, ino: u64, off: u64| {
+            q.inode = Some(ino);
+            q.offset = Some(off);
+            q
+        };
+        let t = vec![
+            req(Op::Write, 2 << 30, 4 * K, 0),
+            file(req(Op::Write, 0, 32 * K, 10), 11, 0),
+            file(req(Op::Write, 1 << 30, 224 * K, 20), 100, 0),
+            file(req(Op::Write, 32 * K, 32 * K, 30), 11, 32 * K),
+            req(Op::Read, 0, 64 * K, 1_000_000_000),
+        ];
+        let a = Ssd::replay(&p, Placement::Approach, &t).unwrap();
+        assert_eq!(a.page_reads, 3);
+        assert_eq!(a.collisions, 0);
+        let w = Ssd::replay(&p, Placement::WriteOrder, &t).unwrap();
+        assert_eq!(w.page_reads, 4);
+        assert_eq!(w.collisions, 2);
+    }
+
+    /// An overwrite goes back to the die of the data it replaces.
+    #[test]
+    fn approach_overwrite_returns_to_the_old_die() {
+        let p = simple(8, 1023);
+        let file = |mut q: Request, ino: u64, off: u64| {
+            q.inode = Some(ino);
+            q.offset = Some(off);
+            q
+        };
+        // 256 KiB file on dies 0..7, then chunk 3 rewritten after 224 KiB of other data.
+        let t = vec![
+            file(req(Op::Write, 0, 256 * K, 0), 11, 0),
+            file(req(Op::Write, 1 << 30, 224 * K, 10), 100, 0),
+            file(req(Op::Write, 96 * K, 32 * K, 20), 11, 96 * K),
+            req(Op::Read, 0, 256 * K, 1_000_000_000),
+        ];
+        let a = Ssd::replay(&p, Placement::Approach, &t).unwrap();
+        assert_eq!((a.page_reads, a.collisions), (8, 0));
+        // Write order puts the rewrite on die 7 (after 7 dies of dummy), beside chunk 7.
+        let w = Ssd::replay(&p, Placement::WriteOrder, &t).unwrap();
+        assert_eq!((w.page_reads, w.collisions), (8, 1));
     }
 
     #[test]

@@ -149,6 +149,74 @@ pub fn record(
     command: Option<&mut Command>,
     stop: &Stop<'_>,
 ) -> Result<BlockRecording> {
+    let mut status = None;
+    let (trace, unmatched) = recording(dev, |poll| {
+        (stop.on_attached)();
+        let started = Instant::now();
+        let mut child: Option<Child> = match command {
+            Some(cmd) => {
+                let shown = cmd.get_program().to_string_lossy().into_owned();
+                Some(
+                    cmd.spawn()
+                        .map_err(|e| anyhow!("cannot run {shown}: {e}"))?,
+                )
+            }
+            None => None,
+        };
+        loop {
+            poll()?;
+            if stop.signalled.load(Ordering::Relaxed)
+                || stop.duration.is_some_and(|d| started.elapsed() >= d)
+            {
+                break;
+            }
+            if let Some(c) = child.as_mut() {
+                if let Some(s) = c.try_wait()? {
+                    status = Some(s);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(BlockRecording {
+        trace,
+        status,
+        unmatched_completions: unmatched,
+    })
+}
+
+/// Record every block request on `dev` while `work` runs on a thread of this process
+/// (age and bench workloads record themselves); returns the trace and what `work` returned.
+pub fn record_during<R: Send>(
+    dev: &Path,
+    work: impl FnOnce() -> R + Send,
+) -> Result<(BlockTrace, R)> {
+    let mut out = None;
+    let (trace, _) = recording(dev, |poll| {
+        std::thread::scope(|s| {
+            let h = s.spawn(work);
+            while !h.is_finished() {
+                poll()?;
+            }
+            poll()?;
+            out = Some(
+                h.join()
+                    .map_err(|_| anyhow!("the recorded workload panicked"))?,
+            );
+            Ok(())
+        })
+    })?;
+    Ok((trace, out.expect("set when the body succeeds")))
+}
+
+/// Attach to `dev`, run `body` with a function that drains the ring buffer (waiting up to
+/// 100 ms for events), detach and pair what was seen into requests. Returns the trace and
+/// the completions without an issue.
+fn recording(
+    dev: &Path,
+    body: impl FnOnce(&mut dyn FnMut() -> Result<()>) -> Result<()>,
+) -> Result<(BlockTrace, u64)> {
     check_prerequisites()?;
     let (kdev, name) = block_dev(dev)?;
     let mut object = MaybeUninit::uninit();
@@ -186,38 +254,15 @@ pub fn record(
     let mut rb = RingBufferBuilder::new();
     rb.add(&skel.maps.blk_events, &mut callback)?;
     let ring = rb.build()?;
-
-    (stop.on_attached)();
-    let started = Instant::now();
-    let mut child: Option<Child> = match command {
-        Some(cmd) => {
-            let shown = cmd.get_program().to_string_lossy().into_owned();
-            Some(
-                cmd.spawn()
-                    .map_err(|e| anyhow!("cannot run {shown}: {e}"))?,
-            )
+    let mut poll = || -> Result<()> {
+        match ring.poll(std::time::Duration::from_millis(100)) {
+            Err(e) if e.kind() != libbpf_rs::ErrorKind::Interrupted => {
+                Err(anyhow!("reading the ring buffer: {e}"))
+            }
+            _ => Ok(()),
         }
-        None => None,
     };
-    let mut status = None;
-    loop {
-        if let Err(e) = ring.poll(std::time::Duration::from_millis(100)) {
-            if e.kind() != libbpf_rs::ErrorKind::Interrupted {
-                return Err(anyhow!("reading the ring buffer: {e}"));
-            }
-        }
-        if stop.signalled.load(Ordering::Relaxed)
-            || stop.duration.is_some_and(|d| started.elapsed() >= d)
-        {
-            break;
-        }
-        if let Some(c) = child.as_mut() {
-            if let Some(s) = c.try_wait()? {
-                status = Some(s);
-                break;
-            }
-        }
-    }
+    body(&mut poll)?;
     skel.links = Default::default();
     ring.consume()?;
     drop(ring);
@@ -232,11 +277,7 @@ pub fn record(
     let unmatched = pairing.unmatched_completions;
     let mut trace = BlockTrace::new(&name, pairing.finish());
     trace.dropped = dropped;
-    Ok(BlockRecording {
-        trace,
-        status,
-        unmatched_completions: unmatched,
-    })
+    Ok((trace, unmatched))
 }
 
 /// Fill in inode and file offset of each read/write request from the final layout of
