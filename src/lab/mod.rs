@@ -31,6 +31,10 @@ use runner::{Runner, StepRecord};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The modeled device of the lab's deterministic column: the FAST'24 artifact's NVMe
+/// (see docs/ssd.md).
+pub const MODEL: &str = "fast24";
+
 /// What the lab reads from the fragmented files, before and after each defragmenter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -189,6 +193,27 @@ pub struct WorkloadFigures {
     pub mb_per_s: f64,
     pub mb_per_s_cov: f64,
     pub mb_per_s_each: Vec<f64>,
+    /// The same pass on the modeled NVMe (`bench read --model fast24`): deterministic,
+    /// equal in every round.
+    pub modeled: Option<ModeledFigures>,
+}
+
+/// One pass of the workload over a state's files on the modeled SSD: its jobs summed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModeledFigures {
+    pub model: String,
+    /// How the device's mapping was built (`ssd::layout::MAPPING`).
+    pub mapping: String,
+    /// Device reads after splitting the workload's requests at extent ends.
+    pub device_reads: u64,
+    pub read_bytes: u64,
+    pub read_time_ns: u64,
+    pub mb_s: f64,
+    /// Flash pages a request put on a die beyond an even spread over the dies, summed.
+    pub collisions: u64,
+    /// Requests with at least one collision.
+    pub collided_requests: u64,
+    pub page_reads: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
