@@ -198,23 +198,9 @@ pub struct WorkloadFigures {
     pub modeled: Option<ModeledFigures>,
 }
 
-/// One pass of the workload over a state's files on the modeled SSD: its jobs summed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ModeledFigures {
-    pub model: String,
-    /// How the device's mapping was built (`ssd::layout::MAPPING`).
-    pub mapping: String,
-    /// Device reads after splitting the workload's requests at extent ends.
-    pub device_reads: u64,
-    pub read_bytes: u64,
-    pub read_time_ns: u64,
-    pub mb_s: f64,
-    /// Flash pages a request put on a die beyond an even spread over the dies, summed.
-    pub collisions: u64,
-    /// Requests with at least one collision.
-    pub collided_requests: u64,
-    pub page_reads: u64,
-}
+/// One pass of the workload over a state's files on the modeled SSD: its jobs summed
+/// (the fields of one job's figures, see `ssd::layout::ModeledReads`).
+pub use crate::ssd::layout::ModeledReads as ModeledFigures;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MethodResult {

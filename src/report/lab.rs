@@ -122,6 +122,14 @@ fn pct_change(after: f64, before: f64) -> String {
     format!("{}{c:.1}%", if c > 0.0 { "+" } else { "" })
 }
 
+/// The modeled NVMe columns of a method: MB/s and die collisions ("–" without a model).
+fn modeled_cells(m: &MethodResult) -> (String, String) {
+    m.workload.modeled.as_ref().map_or_else(
+        || ("–".into(), "–".into()),
+        |x| (format!("{:.0}", x.mb_s), x.collisions.to_string()),
+    )
+}
+
 /// What the fragmentation costs on the modeled NVMe (one sentence), then one sentence per
 /// defragmenter: what it bought against each mechanism, or why it did not help.
 pub fn modeled_verdicts(methods: &[MethodResult]) -> Vec<String> {
@@ -357,14 +365,8 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
             m.workload.mb_per_s,
             m.workload.mb_per_s_cov * 100.0,
             m.speedup.map_or("–".into(), |x| format!("×{x:.2}")),
-            m.workload
-                .modeled
-                .as_ref()
-                .map_or("–".into(), |x| format!("{:.0}", x.mb_s)),
-            m.workload
-                .modeled
-                .as_ref()
-                .map_or("–".into(), |x| x.collisions.to_string()),
+            modeled_cells(m).0,
+            modeled_cells(m).1,
         );
     }
     h.push_str("</table>\n");
@@ -584,14 +586,8 @@ pub fn write_summary(w: &mut dyn std::io::Write, r: &LabReport, out: &Path) -> s
             m.layout.extra,
             m.workload.device_reads,
             m.workload.mb_per_s,
-            m.workload
-                .modeled
-                .as_ref()
-                .map_or("–".into(), |x| format!("{:.0}", x.mb_s)),
-            m.workload
-                .modeled
-                .as_ref()
-                .map_or("–".into(), |x| x.collisions.to_string()),
+            modeled_cells(m).0,
+            modeled_cells(m).1,
         )?;
     }
     let syn = &r.scratch.synthetic;

@@ -124,7 +124,7 @@ pub fn collisions(p: &Params, per_read: &[Vec<Piece>]) -> (u64, u64) {
 }
 
 /// The modeled device's figures for one read job.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ModeledReads {
     /// Preset or g,S the device was modeled with.
     pub model: String,
