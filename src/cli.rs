@@ -1150,7 +1150,8 @@ pub struct LabArgs {
     /// Files FragPicker's synthetic workload grows side by side
     #[arg(long, default_value_t = 4)]
     pub files: usize,
-    /// PaF structure laid down first: fill, then delete at random (see `fragkit age paf`)
+    /// PaF structure laid down first: fill, then delete at random (see `fragkit age paf`);
+    /// `none`: no PaF, the files grow in free space with room for them whole
     #[arg(long, default_value = "PAF:85.50@64K")]
     pub paf: String,
     /// Measured iterations of the workload per state (trimmed mean: the extremes are dropped)

@@ -195,3 +195,78 @@ fn never_worse_on_aged_xfs() {
 fn never_worse_on_aged_btrfs() {
     never_worse(FsType::Btrfs);
 }
+
+/// One 128 KiB window in 32 fragments of 4 KiB, on an ext4 whose free space is only holes
+/// of at most 64 KiB: no donor can hold the window in one run, but one in 2-3 runs is
+/// strictly better (fewer fragments, fewer split requests). Bypass must move it (issue 15
+/// item 1's rule), not skip it as "not better" for missing a whole window.
+#[test]
+fn bypass_takes_a_better_donor_that_is_not_whole() {
+    use std::fs::File;
+    let s = scratch(FsType::Ext4, 128 << 20, &["-m", "0"]);
+    let dir = s.mountpoint();
+    let f = dir.join("f");
+    fill_punch_fragment(&s, &f, 128 << 10, 4 << 10);
+    // Cut the rest of free space into 64 KiB holes: most of it in one preallocated file,
+    // the rest in 64 KiB files of which every other one is deleted.
+    let resv = format!("/sys/fs/ext4/{}/reserved_clusters", s.device_name());
+    let saved = std::fs::read_to_string(&resv).unwrap();
+    std::fs::write(&resv, "0").unwrap();
+    nix::unistd::sync();
+    let st = nix::sys::statvfs::statvfs(dir).unwrap();
+    let free = st.blocks_free() as u64 * st.fragment_size() as u64;
+    let fill = dir.join("fill");
+    std::fs::create_dir(&fill).unwrap();
+    fallocate(
+        &File::create(fill.join("big")).unwrap(),
+        0,
+        0,
+        free - (8 << 20),
+    );
+    let mut small = Vec::new();
+    loop {
+        let p = fill.join(format!("s{}", small.len()));
+        let Ok(h) = File::create(&p) else { break };
+        // SAFETY: fallocate(2) on an open fd.
+        if unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&h), 0, 0, 64 << 10) } != 0 {
+            std::fs::remove_file(&p).unwrap();
+            break;
+        }
+        small.push(p);
+    }
+    for p in small.iter().step_by(2) {
+        std::fs::remove_file(p).unwrap();
+    }
+    nix::unistd::sync();
+    std::fs::write(&resv, saved.trim()).unwrap();
+    let hash = file_hash(&f);
+    let before = counts(dir)[&f];
+    assert_eq!(before.0, 32, "setup: {before:?}");
+    let report = fragkit_json_exit(
+        &[
+            "defrag",
+            "--mode",
+            "bypass",
+            "--io-size",
+            "128K",
+            "--format",
+            "json",
+            &f.to_string_lossy(),
+        ],
+        0,
+    );
+    let r = &report["files"][0]["ranges"][0];
+    assert_eq!(r["status"], "moved", "{report}");
+    let after = counts(dir)[&f];
+    eprintln!("one window in 64 KiB holes: fragments, S(128K) {before:?} -> {after:?}");
+    assert!(
+        after.0 >= 2,
+        "free space held a whole 128 KiB run after all; the test needs it not to: {after:?}"
+    );
+    assert!(
+        after.0 < before.0 && after.1 < before.1,
+        "{before:?} -> {after:?}"
+    );
+    drop_caches();
+    assert_eq!(file_hash(&f), hash);
+}

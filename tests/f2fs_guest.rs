@@ -1,7 +1,8 @@
 //! F2FS for real, in a qemu guest (scripts/f2fs-guest): this kernel has no f2fs. Three
 //! boots (one per test; what each checks and what was observed: docs/f2fs-guest.md):
-//! - scan vs `filefrag -v`, S(128K) vs the guest disk's read count, and bypass defrag with
-//!   F2FS_IOC_DEFRAGMENT keeping every byte;
+//! - scan vs `filefrag -v`, S(128K) vs the guest disk's read count, bypass defrag with
+//!   F2FS_IOC_DEFRAGMENT keeping every byte, and full mode on the second file (fewer
+//!   fragments, same bytes, exit 0);
 //! - `age layout` fidelity, then `defrag --method rewrite --unsafe` with ipu_policy set
 //!   for the run and restored;
 //! - the RocksDB write pattern FragTracer blames (fallocate + write + fdatasync + ftruncate
@@ -81,6 +82,14 @@ sync; echo 3 > /proc/sys/vm/drop_caches
 sum1=$(md5sum < /mnt/f2fs/a)
 echo BEGIN same; [ "$sum0" = "$sum1" ] && echo yes || echo no; echo END same
 echo BEGIN after; {fk} scan --format json /mnt/f2fs/a; echo END after
+sumb0=$(md5sum < /mnt/f2fs/b)
+echo BEGIN full-before; {fk} scan --format json /mnt/f2fs/b; echo END full-before
+echo BEGIN full; {fk} defrag --mode full --io-size 128K --format json /mnt/f2fs/b && echo 0 > /tmp/rc || echo $? > /tmp/rc; echo END full
+echo BEGIN full-rc; cat /tmp/rc; echo END full-rc
+sync; echo 3 > /proc/sys/vm/drop_caches
+sumb1=$(md5sum < /mnt/f2fs/b)
+echo BEGIN full-same; [ "$sumb0" = "$sumb1" ] && echo yes || echo no; echo END full-same
+echo BEGIN full-after; {fk} scan --format json /mnt/f2fs/b; echo END full-after
 "#
     );
     let text = guest(&[], None, &cmd);
@@ -117,6 +126,40 @@ echo BEGIN after; {fk} scan --format json /mnt/f2fs/a; echo END after
         r["split"].as_u64() < req["split"].as_u64(),
         "F2FS_IOC_DEFRAGMENT removed no split requests: before {req}, after {r}"
     );
+
+    // Full mode on b: one range, the whole file, through F2FS_IOC_DEFRAGMENT (no GETFSMAP
+    // on f2fs: the result is judged after the move). What users expect of a conventional
+    // defragmenter: the file in fewer pieces, same bytes, exit 0, nothing worse.
+    let fb: Value = serde_json::from_str(section(&text, "full-before")).unwrap();
+    let full: Value = serde_json::from_str(section(&text, "full")).unwrap();
+    let fa: Value = serde_json::from_str(section(&text, "full-after")).unwrap();
+    assert_eq!(
+        section(&text, "full-rc").trim(),
+        "0",
+        "full mode exit: {full}"
+    );
+    assert_eq!(full["mode"], "full");
+    let file = &full["files"][0];
+    assert_eq!(file["primitive"], "F2FS_IOC_DEFRAGMENT", "{full}");
+    assert_eq!(file["ranges"].as_array().map(Vec::len), Some(1), "{full}");
+    assert_eq!(file["ranges"][0]["status"], "moved", "{full}");
+    assert_eq!(file["ranges"][0]["verified"], true, "{full}");
+    assert_eq!(full["summary"]["files_worse"], 0, "{full}");
+    assert_eq!(
+        section(&text, "full-same").trim(),
+        "yes",
+        "contents changed by full mode"
+    );
+    let (f0, f1) = (
+        fb["files"][0]["fragments"].as_u64().unwrap(),
+        fa["files"][0]["fragments"].as_u64().unwrap(),
+    );
+    eprintln!("f2fs full: fragments {f0} -> {f1}");
+    assert!(
+        f0 > 8 && f1 < f0 / 4,
+        "full mode on f2fs: fragments {f0} -> {f1}"
+    );
+    assert_eq!(file["fragments_after"], f1, "{full}");
 }
 
 /// (F, D) combinations built with `age layout` in the guest: 64 fragments each, so the

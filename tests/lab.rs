@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -22,8 +22,9 @@ fn f(v: &Value, ptr: &str) -> f64 {
         .unwrap_or_else(|| panic!("no number at {ptr}"))
 }
 
-#[test]
-fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
+/// `fragkit lab --size 512M EXTRA...` with its images in RAM: (report.json, out dir, the
+/// temporary directories to keep alive, TMPDIR).
+fn lab(extra: &[&str]) -> (Value, PathBuf, [tempfile::TempDir; 2]) {
     common::require_root();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("lab");
@@ -39,6 +40,7 @@ fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
             "--format",
             "json",
         ])
+        .args(extra)
         .env("TMPDIR", tmpdir.path())
         .output()
         .unwrap();
@@ -50,6 +52,85 @@ fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
         printed["methods"], report["methods"],
         "stdout and report.json agree"
     );
+    // Every speed-up is one figure: report.json's methods, its headline and the verdict
+    // sentences quote the same number under the same name.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for m in report["methods"].as_array().unwrap().iter().skip(1) {
+        let x = f(m, "/speedup");
+        assert_eq!(
+            report["headline"]["speedup"][m["name"].as_str().unwrap()],
+            m["speedup"],
+            "{}",
+            m["name"]
+        );
+        let said = format!("speedup ×{x:.2} (report.json \"speedup\"");
+        let said = said.replace('"', "&quot;");
+        assert!(
+            html.contains(&format!("{}: wrote", m["name"].as_str().unwrap()))
+                && html.contains(&said),
+            "{}: no verdict saying {said}",
+            m["name"]
+        );
+    }
+    // No method made the file system worse, and fragkit says none of its files came out
+    // worse.
+    let base = method(&report, "before");
+    for m in report["methods"].as_array().unwrap() {
+        for key in ["/layout/fragments", "/layout/split"] {
+            assert!(
+                f(m, key) <= f(base, key),
+                "{}: {key} {} before, {} after",
+                m["name"],
+                f(base, key),
+                f(m, key)
+            );
+        }
+        if let Some(w) = m.pointer("/defrag/files_worse") {
+            assert_eq!(w, 0, "{}", m["name"]);
+        }
+    }
+    let tmp = tmpdir.path().to_path_buf();
+    (report, tmp, [out, tmpdir])
+}
+
+/// The second aging scenario: no PaF, so free space has room for whole files and the
+/// conventional defragmenters act: full and e4defrag both rewrite the files, and the
+/// report compares them on bytes, time and request counts.
+#[test]
+fn lab_512m_room_for_whole_files_conventional_tools_act() {
+    let (report, _, _keep) = lab(&["--paf", "none"]);
+    assert_eq!(report["scratch"]["paf"]["spec"], "none");
+    let base = method(&report, "before");
+    for name in ["full", "e4defrag"] {
+        let m = method(&report, name);
+        assert!(
+            f(m, "/defrag/device_bytes_written") > 0.0 && f(m, "/defrag/seconds") > 0.0,
+            "{name} wrote nothing: {}",
+            m["defrag"]
+        );
+        assert!(
+            f(m, "/layout/fragments") < f(base, "/layout/fragments") / 2.0,
+            "{name}: fragments {} -> {}",
+            f(base, "/layout/fragments"),
+            f(m, "/layout/fragments")
+        );
+        assert!(
+            f(m, "/workload/device_reads") < f(base, "/workload/device_reads"),
+            "{name}: device reads not cut"
+        );
+    }
+    // Where e4defrag acted on every file it does not claim to have declined.
+    assert!(
+        method(&report, "e4defrag")["defrag"]["declined"].is_null(),
+        "{}",
+        method(&report, "e4defrag")["defrag"]
+    );
+}
+
+#[test]
+fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
+    let (report, tmpdir, keep) = lab(&[]);
+    let dir = keep[0].path().join("lab");
 
     // BPF works on this machine, so pick ran on a traced profile, not the fallback.
     assert_eq!(report["traced"], true, "notes: {}", report["notes"]);
@@ -70,23 +151,6 @@ fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
             pick_written < full_written,
             "pick wrote {pick_written} bytes, full {full_written}"
         );
-    }
-    // No method made the file system worse, and fragkit says none of its files came out
-    // worse.
-    let base = method(&report, "before");
-    for m in report["methods"].as_array().unwrap() {
-        for key in ["/layout/fragments", "/layout/split"] {
-            assert!(
-                f(m, key) <= f(base, key),
-                "{}: {key} {} before, {} after",
-                m["name"],
-                f(base, key),
-                f(m, key)
-            );
-        }
-        if let Some(w) = m.pointer("/defrag/files_worse") {
-            assert_eq!(w, 0, "{}", m["name"]);
-        }
     }
     let before = f(method(&report, "before"), "/workload/device_reads");
     let cut: &[&Value] = if full_declined {
@@ -175,9 +239,9 @@ fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
     assert_eq!(images, methods + 1, "a map per method and the chart");
     let images = report["variables"]["IMAGES"].as_str().unwrap();
     assert!(
-        Path::new(images).starts_with(tmpdir.path()),
+        Path::new(images).starts_with(&tmpdir),
         "images in {images}, TMPDIR {}",
-        tmpdir.path().display()
+        tmpdir.display()
     );
 
     // reproduce.sh sets every variable before it uses it (it used ${IMAGES} unset, which

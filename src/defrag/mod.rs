@@ -3,6 +3,7 @@
 
 pub mod judge;
 pub mod migrate;
+pub mod movelog;
 pub mod plan;
 pub mod safety;
 pub mod space;
@@ -321,6 +322,7 @@ pub fn run(
             tunables.f2fs_out_of_place(entry.file.dev, path)?;
         }
         let ctx = MoveCtx {
+            path,
             migrator: &*migrator,
             file: &file,
             dir: &dir,
@@ -551,6 +553,7 @@ fn stamp(f: &File) -> Option<(i64, i64, i64, i64, u64)> {
 
 /// What every range of one file is moved with.
 struct MoveCtx<'a> {
+    path: &'a Path,
     migrator: &'a dyn migrate::Migrator,
     file: &'a File,
     dir: &'a File,
@@ -663,7 +666,10 @@ fn migrate_one(ctx: &MoveCtx<'_>, offset: u64, length: u64) -> (RangeResult, Opt
         request_size: ctx.request_size,
         pieces: pieces.as_deref(),
     };
-    match ctx.migrator.migrate(&target, offset, length) {
+    movelog::begin(ctx.path, offset, length);
+    let outcome = ctx.migrator.migrate(&target, offset, length);
+    movelog::end(ctx.path, offset, length, outcome_word(&outcome));
+    match outcome {
         Ok(RangeOutcome::Moved { judged, .. }) => {
             res.judged = Some(judged);
             if !judged.better() {
@@ -683,6 +689,14 @@ fn migrate_one(ctx: &MoveCtx<'_>, offset: u64, length: u64) -> (RangeResult, Opt
         stamp: stamp_before,
     });
     (res, checked)
+}
+
+fn outcome_word(o: &Result<RangeOutcome>) -> &'static str {
+    match o {
+        Ok(RangeOutcome::Moved { .. }) => "moved",
+        Ok(RangeOutcome::Skipped(_)) => "skipped",
+        Err(_) => "failed",
+    }
 }
 
 /// Whether a file came out worse, and how: more split requests at R; or more fragments

@@ -256,7 +256,9 @@ pub struct Headline {
     pub pick_written_vs_full: f64,
     /// Device read requests of the workload after each method, as a share of before.
     pub requests_after: BTreeMap<String, f64>,
-    pub mb_per_s_after: BTreeMap<String, f64>,
+    /// Each method's "speedup" (median of the paired rounds' MB/s after ÷ before): the
+    /// same figure as in `methods` and in the verdict sentences.
+    pub speedup: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -440,8 +442,17 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     scratches.mounts.push(base.clone());
     r.define("BASE", &base);
 
-    // 2. Fragment: free space in small holes (PaF), then files grown side by side in it.
-    let paf = steps::age_paf(&mut r, spec, &base)?;
+    // 2. Fragment: free space in small holes (PaF), then files grown side by side in it;
+    // with --paf none, side by side in free space that has room for them whole.
+    let paf = if spec.paf == figures::NO_PAF {
+        child::Paf {
+            spec: figures::NO_PAF.into(),
+            generations: Vec::new(),
+            rest: Default::default(),
+        }
+    } else {
+        steps::age_paf(&mut r, spec, &base)?
+    };
     let synthetic = steps::age_synthetic(&mut r, spec, &base.join("work"))?;
     let names = synthetic.names();
     let free_space = if matches!(spec.fs, FsType::Ext4 | FsType::Xfs) {

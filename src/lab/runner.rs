@@ -3,6 +3,7 @@
 
 use std::fs;
 use std::io::{self, IsTerminal};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -33,6 +34,8 @@ pub struct Runner {
     vars: Vec<(String, PathBuf)>,
     pub steps: Vec<StepRecord>,
     bar: ProgressBar,
+    /// The next step's stdin when not /dev/null (a terminal, see `tool_output`).
+    stdin: Option<OwnedFd>,
 }
 
 impl Runner {
@@ -58,6 +61,7 @@ impl Runner {
             vars: vec![("OUT".into(), out.to_path_buf())],
             steps: Vec::new(),
             bar,
+            stdin: None,
         })
     }
 
@@ -138,15 +142,29 @@ impl Runner {
 
     /// Run a baseline tool and keep its stdout in data/`output` (its stderr is in the
     /// step's log), so what it said — e.g. that a file needs no defragmentation — is kept.
+    /// `tty`: its stdin is a terminal, not /dev/null: xfs_fsr writes what it did ("already
+    /// fully defragmented", "No improvement will be made") to stdout only then, and to
+    /// syslog otherwise.
     pub fn tool_output(
         &mut self,
         name: &str,
         program: &str,
         args: &[String],
         output: &str,
+        tty: bool,
     ) -> Result<String> {
+        let _primary = if tty {
+            let (primary, secondary) = crate::sys::pty::open()
+                .map_err(|e| anyhow!("{program}: cannot open a pseudo-terminal for it: {e}"))?;
+            self.stdin = Some(secondary);
+            Some(primary)
+        } else {
+            None
+        };
         let shown = self.show(program, args);
-        self.run(name, Path::new(program), args, shown, Some(output), &[0])
+        let out = self.run(name, Path::new(program), args, shown, Some(output), &[0]);
+        self.stdin = None;
+        out
     }
 
     /// Record a step the lab did itself (shown as the equivalent command).
@@ -189,7 +207,10 @@ impl Runner {
         let t = Instant::now();
         let child = Command::new(program)
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(match self.stdin.as_ref().map(OwnedFd::try_clone) {
+                Some(fd) => Stdio::from(fd?),
+                None => Stdio::null(),
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
             .spawn()

@@ -257,8 +257,9 @@ pub fn defrag_tool(
 ) -> Result<DefragFigures> {
     let mut args = leading.to_vec();
     args.extend(names.iter().map(|n| p(&mp.join("work").join(n))));
+    let out = format!("{program}.out");
     let (text, figures) = counted(r, mp, |r| {
-        r.tool_output(program, program, &args, &format!("{program}.out"))
+        r.tool_output(program, program, &args, &out, program == "xfs_fsr")
     })?;
     let log = r
         .steps

@@ -256,10 +256,16 @@ pub fn verdicts(r: &LabReport) -> Vec<String> {
             } else {
                 format!("fragments {f0} → {f1}, split requests {s0} → {s1}")
             };
-            let declined = d
-                .and_then(|d| d.declined.as_deref())
-                .map(|w| format!(" It declined: {w}."))
-                .unwrap_or_default();
+            let fragkit = matches!(m.name.as_str(), "pick" | "bypass" | "full");
+            let declined = match d.and_then(|d| d.declined.as_deref()) {
+                Some(w) => format!(" It declined: {w}."),
+                // btrfs filesystem defragment prints nothing; xfs_fsr logs to syslog
+                // when its stdin is no terminal.
+                None if d.is_some() && !fragkit && f1 == f0 => {
+                    " It left the fragment count as it was and printed no reason.".into()
+                }
+                None => String::new(),
+            };
             format!(
                 "{}: wrote {}{share} in {:.1} s; {effect}; the workload's device reads went {:.0} → {:.0} ({}); speedup ×{:.2} (report.json \"speedup\": median of {} paired rounds of the workload's MB/s after ÷ before).{declined}",
                 m.name,
@@ -404,16 +410,22 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
 
     h.push_str("<h2>How it was fragmented</h2>\n<dl>\n");
     let paf = &r.scratch.paf;
-    let g0 = paf.generations.first();
-    let _ = writeln!(
-        h,
-        "<dt>PaF structure</dt><dd><code>{}</code>: filled to {:.1}% with {} files, deleted {} at random, leaving {:.1}% used in small holes</dd>",
-        esc(&paf.spec),
-        g0.map_or(0.0, |g| g.used_pct_after_fill),
-        g0.map_or(0, |g| g.files_written),
-        g0.map_or(0, |g| g.files_deleted),
-        g0.map_or(0.0, |g| g.used_pct_after_delete),
-    );
+    match paf.generations.first() {
+        Some(g0) => {
+            let _ = writeln!(
+                h,
+                "<dt>PaF structure</dt><dd><code>{}</code>: filled to {:.1}% with {} files, deleted {} at random, leaving {:.1}% used in small holes</dd>",
+                esc(&paf.spec),
+                g0.used_pct_after_fill,
+                g0.files_written,
+                g0.files_deleted,
+                g0.used_pct_after_delete,
+            );
+        }
+        None => h.push_str(
+            "<dt>PaF structure</dt><dd>none (<code>--paf none</code>): the files grew in free space with room for them whole</dd>\n",
+        ),
+    }
     let syn = &r.scratch.synthetic;
     let _ = writeln!(
         h,

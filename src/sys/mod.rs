@@ -17,6 +17,7 @@ pub mod fsmap;
 pub mod inode;
 pub mod mountinfo;
 pub mod move_ext;
+pub mod pty;
 pub mod superblock;
 pub mod tmpfile;
 pub mod xfs;

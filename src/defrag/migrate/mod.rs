@@ -150,12 +150,28 @@ pub fn not_better(best: Option<Judgement>, length: u64) -> RangeOutcome {
     ))
 }
 
+/// Whether a range settles for the best donor that is better than the range as it is
+/// (fewer fragments, no more split requests at R: issue 15's rule) when no attempt left
+/// every R-window whole. Full mode always does; pick and bypass do for a range inside one
+/// R-window. A longer range does not: the caller retries it window by window, and each
+/// window then settles.
+pub fn settles(goal: Goal, offset: u64, length: u64) -> bool {
+    match goal {
+        Goal::FewerFragments => true,
+        Goal::WholeWindows(r) => {
+            let r = r.max(1);
+            length == 0 || offset / r == (offset + length - 1) / r
+        }
+    }
+}
+
 /// Marker at the start of the skip reason, so callers can retry with smaller pieces.
 pub const NO_CONTIGUOUS: &str = "no contiguous space";
 
 /// A temporary file in `dir` with [offset, offset+length) preallocated so that moving the
 /// range there is better (see [`Judgement::better`]) and, for pick and bypass, leaves every
-/// R-window in one run; with that judgement. Err(best judgement seen) if no attempt is.
+/// R-window in one run, else the best better attempt where [`settles`]; with that
+/// judgement. Err(best judgement seen) if no attempt qualifies.
 ///
 /// Allocators aim near the new inode, where the fragments being fixed left small holes;
 /// a donor that lands in them is kept open (holding those holes) while the next attempt
@@ -214,8 +230,7 @@ pub fn donor_for(
     }
     let best =
         (0..tried.len()).min_by_key(|&i| (tried[i].0.split_after, tried[i].0.fragments_after));
-    // Full mode settles for the best attempt if it is better than the range as it is.
-    if t.goal == Goal::FewerFragments {
+    if settles(t.goal, offset, length) {
         if let Some(best) = best.filter(|&i| tried[i].0.better()) {
             let (j, donor) = tried.swap_remove(best);
             return Ok(Ok((donor, j, tried.into_iter().map(|(_, f)| f).collect())));
@@ -270,4 +285,19 @@ pub fn copy_range_data(from: &File, to: &File, offset: u64, length: u64) -> io::
         pos += n as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_window_settles_for_better_longer_ranges_retry_by_window() {
+        let r = 128 << 10;
+        assert!(settles(Goal::FewerFragments, 0, 64 << 20));
+        assert!(settles(Goal::WholeWindows(r), 0, r));
+        assert!(settles(Goal::WholeWindows(r), r + 4096, 8192));
+        assert!(!settles(Goal::WholeWindows(r), 0, 2 * r));
+        assert!(!settles(Goal::WholeWindows(r), r - 4096, 8192));
+    }
 }
