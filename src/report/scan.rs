@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::layout::model::Extent;
 use crate::layout::walk::{PathError, WalkCounts};
 use crate::metrics::{Distribution, RequestCount, SetMetrics};
-use crate::scan::{FileEntry, ScanResult};
+use crate::scan::{FileEntry, Worst};
 use crate::units::{short_size, HumanBytes};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -130,26 +130,18 @@ struct SummaryJson<'a> {
     error_list: Vec<ErrorJson<'a>>,
 }
 
-/// Files with the most extra requests at the first R (then most fragments).
-pub fn worst_files(result: &ScanResult, n: usize) -> Vec<&FileEntry> {
-    let mut v: Vec<&FileEntry> = result
-        .files
-        .iter()
-        .filter(|f| f.metrics.is_fragmented())
-        .collect();
-    v.sort_by(|a, b| {
-        let ea = a.metrics.requests.first().map_or(0, |r| r.extra());
-        let eb = b.metrics.requests.first().map_or(0, |r| r.extra());
-        eb.cmp(&ea)
-            .then(b.metrics.fragments.cmp(&a.metrics.fragments))
-            .then(a.file.path.as_os_str().cmp(b.file.path.as_os_str()))
-    });
-    v.truncate(n);
-    v
+/// What the summary of a scan is made of: totals, the worst files, walk counters, errors.
+pub struct Totals<'a> {
+    pub request_sizes: &'a [u64],
+    pub summary: &'a SetMetrics,
+    /// At most 10, most extra requests first (see [`crate::scan::worst_first`]).
+    pub worst: &'a [Worst],
+    pub counts: WalkCounts,
+    pub errors: &'a [PathError],
 }
 
-fn summary_json(result: &ScanResult) -> SummaryJson<'_> {
-    let s: &SetMetrics = &result.summary;
+fn summary_json<'a>(t: &Totals<'a>) -> SummaryJson<'a> {
+    let s: &SetMetrics = t.summary;
     SummaryJson {
         files: s.files,
         fragmented_files: s.fragmented_files,
@@ -167,17 +159,18 @@ fn summary_json(result: &ScanResult) -> SummaryJson<'_> {
         requests: requests_json(&s.requests, &s.move_bytes),
         frag_sizes: &s.frag_sizes,
         frag_distances: &s.frag_distances,
-        worst: worst_files(result, 10)
-            .into_iter()
+        worst: t
+            .worst
+            .iter()
             .map(|f| WorstJson {
-                path: f.file.path.to_string_lossy(),
-                fragments: f.metrics.fragments,
-                extra: f.metrics.requests.first().map_or(0, |r| r.extra()),
+                path: f.path.to_string_lossy(),
+                fragments: f.fragments,
+                extra: f.extra,
             })
             .collect(),
-        walk: result.counts,
-        errors: result.errors.len(),
-        error_list: result.errors.iter().map(error_json).collect(),
+        walk: t.counts,
+        errors: t.errors.len(),
+        error_list: t.errors.iter().map(error_json).collect(),
     }
 }
 
@@ -188,47 +181,28 @@ fn error_json(e: &PathError) -> ErrorJson<'_> {
     }
 }
 
-/// Each file's JSON text, rendered in parallel: serialising is most of a large scan's CPU
-/// once FIEMAP is done (callgrind: 70% of instructions for 20k files), and the files are
-/// independent.
-fn files_json(files: &[&FileEntry]) -> Vec<Vec<u8>> {
-    use rayon::prelude::*;
-    files
-        .par_iter()
-        .map(|f| serde_json::to_vec(&file_json(f)).expect("file JSON serialises"))
-        .collect()
+/// One file's JSON object appended to `out` (the buffer a worker reuses for its batch).
+pub fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
+    serde_json::to_writer(&mut *out, &file_json(f)).expect("file JSON serialises");
 }
 
-/// `--format json`: {"version", "request_sizes", "files": [...], "summary": {...}}.
-pub fn write_json(
-    out: &mut impl Write,
-    result: &ScanResult,
-    files: &[&FileEntry],
-) -> io::Result<()> {
+/// `--format json`, before the first file: {"version", "request_sizes", "files": [
+pub fn write_json_head(out: &mut impl Write, request_sizes: &[u64]) -> io::Result<()> {
     write!(out, "{{\"version\":{SCHEMA_VERSION},\"request_sizes\":")?;
-    serde_json::to_writer(&mut *out, &result.request_sizes)?;
-    out.write_all(b",\"files\":[")?;
-    for (i, f) in files_json(files).iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
-        }
-        out.write_all(f)?;
-    }
+    serde_json::to_writer(&mut *out, request_sizes)?;
+    out.write_all(b",\"files\":[")
+}
+
+/// `--format json`, after the last file: ], "summary": {...}}
+pub fn write_json_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
     out.write_all(b"],\"summary\":")?;
-    serde_json::to_writer(&mut *out, &summary_json(result))?;
+    serde_json::to_writer(&mut *out, &summary_json(t))?;
     out.write_all(b"}\n")
 }
 
-/// `--format ndjson`: one file object per line, then {"version":1,"summary":{...}}.
-pub fn write_ndjson(
-    out: &mut impl Write,
-    result: &ScanResult,
-    files: &[&FileEntry],
-) -> io::Result<()> {
-    for f in files_json(files) {
-        out.write_all(&f)?;
-        out.write_all(b"\n")?;
-    }
+/// `--format ndjson`: one file object per line (see [`file_json_into`]), then
+/// {"version":1,"summary":{...}}.
+pub fn write_ndjson_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
     #[derive(Serialize)]
     struct Tail<'a> {
         version: u32,
@@ -238,19 +212,14 @@ pub fn write_ndjson(
         &mut *out,
         &Tail {
             version: SCHEMA_VERSION,
-            summary: summary_json(result),
+            summary: summary_json(t),
         },
     )?;
     writeln!(out)
 }
 
-/// `--format csv`: one row per file; request columns repeat per R.
-pub fn write_csv(
-    out: &mut impl Write,
-    result: &ScanResult,
-    files: &[&FileEntry],
-) -> io::Result<()> {
-    let mut w = csv::Writer::from_writer(out);
+/// `--format csv` header; request columns repeat per R.
+pub fn write_csv_header(out: &mut impl Write, request_sizes: &[u64]) -> io::Result<()> {
     let mut header: Vec<String> = [
         "path",
         "dev",
@@ -269,7 +238,7 @@ pub fn write_csv(
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for r in &result.request_sizes {
+    for r in request_sizes {
         let l = short_size(*r);
         header.extend([
             format!("split_{l}"),
@@ -278,49 +247,80 @@ pub fn write_csv(
             format!("move_bytes_{l}"),
         ]);
     }
-    w.write_record(&header)?;
-    for f in files {
-        let m = &f.metrics;
-        let mut row = vec![
-            f.file.path.to_string_lossy().into_owned(),
-            f.file.dev_string(),
-            f.file.ino.to_string(),
-            f.file.fs.type_name(),
-            m.size.to_string(),
-            m.allocated.to_string(),
-            m.extents.to_string(),
-            m.fragments.to_string(),
-            m.holes.to_string(),
-            m.unwritten_bytes.to_string(),
-            m.shared_bytes.to_string(),
-            m.encoded_bytes.to_string(),
-            format!("{:.4}", m.layout_score()),
-        ];
-        for (r, mv) in m.requests.iter().zip(&m.move_bytes) {
-            row.extend([
-                r.split.to_string(),
-                r.ideal.to_string(),
-                r.extra().to_string(),
-                mv.to_string(),
-            ]);
-        }
-        w.write_record(&row)?;
-    }
-    w.flush()?;
-    Ok(())
+    writeln!(out, "{}", header.join(","))
 }
 
-/// The human table: one line per listed file, then the summary.
+/// A CSV field as RFC 4180 wants it: quoted (quotes doubled) only when it holds a comma,
+/// a quote or a line break.
+fn csv_field(out: &mut impl Write, v: &[u8]) -> io::Result<()> {
+    if !v.iter().any(|c| matches!(c, b',' | b'"' | b'\n' | b'\r')) {
+        return out.write_all(v);
+    }
+    out.write_all(b"\"")?;
+    for part in v.split_inclusive(|&c| c == b'"') {
+        out.write_all(part)?;
+        if part.last() == Some(&b'"') {
+            out.write_all(b"\"")?;
+        }
+    }
+    out.write_all(b"\"")
+}
+
+/// One `--format csv` row.
+pub fn csv_row_into(out: &mut Vec<u8>, f: &FileEntry) {
+    let m = &f.metrics;
+    let (major, minor) = crate::sys::dev::split(f.file.dev);
+    let _ = csv_field(out, f.file.path.as_os_str().to_string_lossy().as_bytes());
+    let _ = write!(
+        out,
+        ",{major}:{minor},{},{},{},{},{},{},{},{},{},{},{:.4}",
+        f.file.ino,
+        f.file.fs.type_name(),
+        m.size,
+        m.allocated,
+        m.extents,
+        m.fragments,
+        m.holes,
+        m.unwritten_bytes,
+        m.shared_bytes,
+        m.encoded_bytes,
+        m.layout_score()
+    );
+    for (r, mv) in m.requests.iter().zip(&m.move_bytes) {
+        let _ = write!(out, ",{},{},{},{mv}", r.split, r.ideal, r.extra());
+    }
+    out.push(b'\n');
+}
+
+/// One line of the human table (see [`write_table`]).
+pub fn table_row_into(out: &mut Vec<u8>, f: &FileEntry) {
+    let m = &f.metrics;
+    let req = &m.requests[0];
+    let _ = writeln!(
+        out,
+        "{:>7} {:>7} {:>11} {:>9} {:>7.2} {:>10}  {}",
+        m.fragments,
+        m.extents,
+        HumanBytes(m.size).to_string(),
+        req.extra(),
+        req.ratio(),
+        HumanBytes(m.move_bytes[0]).to_string(),
+        f.file.path.display()
+    );
+}
+
+/// The human table: one line per listed file (rendered by [`table_row_into`]), then the
+/// summary.
 pub fn write_table(
     out: &mut impl Write,
-    result: &ScanResult,
-    files: &[&FileEntry],
+    t: &Totals,
+    rows: &[&[u8]],
     listed_of: usize,
     summary_only: bool,
 ) -> io::Result<()> {
-    let r0 = result.request_sizes[0];
+    let r0 = t.request_sizes[0];
     let label = short_size(r0);
-    if !summary_only && !files.is_empty() {
+    if !summary_only && !rows.is_empty() {
         writeln!(
             out,
             "{:>7} {:>7} {:>11} {:>9} {:>7} {:>10}  PATH",
@@ -331,20 +331,8 @@ pub fn write_table(
             "SPLIT",
             "MOVE"
         )?;
-        for f in files {
-            let m = &f.metrics;
-            let req = &m.requests[0];
-            writeln!(
-                out,
-                "{:>7} {:>7} {:>11} {:>9} {:>7.2} {:>10}  {}",
-                m.fragments,
-                m.extents,
-                HumanBytes(m.size).to_string(),
-                req.extra(),
-                req.ratio(),
-                HumanBytes(m.move_bytes[0]).to_string(),
-                f.file.path.display()
-            )?;
+        for row in rows {
+            out.write_all(row)?;
         }
         // What makes the columns actionable: the cost per read, and the price of removing it.
         writeln!(
@@ -352,17 +340,17 @@ pub fn write_table(
             "(EXTRA@{label}: extra device requests one full sequential read of the file needs at {label}, S(R)-I(R); \
              MOVE: bytes a pick-style defrag would rewrite to remove them, the {label} windows spanning more than one fragment)"
         )?;
-        if listed_of > files.len() {
+        if listed_of > rows.len() {
             writeln!(
                 out,
                 "({} of {} matching files listed; --top 0 lists all)",
-                files.len(),
+                rows.len(),
                 listed_of
             )?;
         }
         writeln!(out)?;
     }
-    let s = &result.summary;
+    let s = t.summary;
     let pct = |a: u64, b: u64| {
         if b == 0 {
             0.0
@@ -433,7 +421,7 @@ pub fn write_table(
             HumanBytes(s.encoded_bytes)
         )?;
     }
-    let c = &result.counts;
+    let c = &t.counts;
     let mut skipped = Vec::new();
     for (n, what) in [
         (c.skipped_non_regular, "not regular files"),
@@ -450,11 +438,11 @@ pub fn write_table(
     if !skipped.is_empty() {
         writeln!(out, "skipped    {}", skipped.join(", "))?;
     }
-    if !result.errors.is_empty() {
+    if !t.errors.is_empty() {
         writeln!(
             out,
             "errors     {} paths could not be read (listed on stderr)",
-            result.errors.len()
+            t.errors.len()
         )?;
     }
     Ok(())
