@@ -296,49 +296,49 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
 
     h.push_str("<h2>How it was fragmented</h2>\n<dl>\n");
     let paf = &r.scratch.paf;
+    let g0 = paf.generations.first();
     let _ = writeln!(
         h,
         "<dt>PaF structure</dt><dd><code>{}</code>: filled to {:.1}% with {} files, deleted {} at random, leaving {:.1}% used in small holes</dd>",
-        esc(paf["spec"].as_str().unwrap_or("")),
-        paf.pointer("/generations/0/used_pct_after_fill").and_then(|v| v.as_f64()).unwrap_or(0.0),
-        paf.pointer("/generations/0/files_written").and_then(|v| v.as_u64()).unwrap_or(0),
-        paf.pointer("/generations/0/files_deleted").and_then(|v| v.as_u64()).unwrap_or(0),
-        paf.pointer("/generations/0/used_pct_after_delete").and_then(|v| v.as_f64()).unwrap_or(0.0),
+        esc(&paf.spec),
+        g0.map_or(0.0, |g| g.used_pct_after_fill),
+        g0.map_or(0, |g| g.files_written),
+        g0.map_or(0, |g| g.files_deleted),
+        g0.map_or(0.0, |g| g.used_pct_after_delete),
     );
     let syn = &r.scratch.synthetic;
     let _ = writeln!(
         h,
         "<dt>FragPicker synthetic</dt><dd>{} files grown round-robin in 4 KiB O_DIRECT appends (32 small + one 128 KiB per round, {} rounds): {} fragments in all; {:.0} per file achieved, {} expected from perfect interleaving{}</dd>",
         r.files,
-        syn["rounds"].as_u64().unwrap_or(0),
-        syn["fragments"].as_u64().unwrap_or(0),
-        syn["achieved_fragments_per_file"].as_f64().unwrap_or(0.0),
-        syn["expected_fragments_per_file"].as_u64().unwrap_or(0),
-        match syn.pointer("/fragmentor/ran").and_then(serde_json::Value::as_bool) {
-            Some(true) => format!(
+        syn.rounds,
+        syn.fragments,
+        syn.achieved_fragments_per_file,
+        syn.expected_fragments_per_file,
+        if syn.fragmentor.ran {
+            format!(
                 " (after the fragmentor: {} pieces relocated with EXT4_IOC_MOVE_EXT, {} fragments before it)",
-                syn.pointer("/fragmentor/pieces_moved").and_then(serde_json::Value::as_u64).unwrap_or(0),
-                syn.pointer("/fragmentor/fragments_before").and_then(serde_json::Value::as_u64).unwrap_or(0)
-            ),
-            _ => String::new(),
+                syn.fragmentor.pieces_moved, syn.fragmentor.fragments_before
+            )
+        } else {
+            String::new()
         }
     );
     if let Some(free) = &r.scratch.free_space {
-        let bs = free["block_size"].as_u64().unwrap_or(4096);
+        let bs = free.block_size;
         let _ = writeln!(
             h,
             "<dt>free space (before the defragmenters)</dt><dd>{} free extents, largest {}, mean {}</dd>",
-            free["free_extents"].as_u64().unwrap_or(0),
-            HumanBytes(free["max_free_extent_blocks"].as_u64().unwrap_or(0) * bs),
-            HumanBytes((free["mean_free_extent_blocks_exact"].as_f64().unwrap_or(0.0) * bs as f64) as u64),
+            free.free_extents,
+            HumanBytes(free.max_free_extent_blocks * bs),
+            HumanBytes((free.mean_free_extent_blocks_exact * bs as f64) as u64),
         );
     }
     if let Some(t) = &r.trace {
         let _ = writeln!(
             h,
             "<dt>trace</dt><dd>{} events, {} dropped; pick migrated only the ranges the traced workload touched</dd>",
-            t["events"].as_u64().unwrap_or(0),
-            t["dropped"].as_u64().unwrap_or(0)
+            t.events, t.dropped
         );
     }
     h.push_str("</dl>\n");
@@ -465,13 +465,9 @@ pub fn write_summary(w: &mut dyn std::io::Write, r: &LabReport, out: &Path) -> s
     writeln!(
         w,
         "synthetic files: {:.0} fragments per file achieved, {} expected{}",
-        syn["achieved_fragments_per_file"].as_f64().unwrap_or(0.0),
-        syn["expected_fragments_per_file"].as_u64().unwrap_or(0),
-        if syn
-            .pointer("/fragmentor/ran")
-            .and_then(serde_json::Value::as_bool)
-            == Some(true)
-        {
+        syn.achieved_fragments_per_file,
+        syn.expected_fragments_per_file,
+        if syn.fragmentor.ran {
             " (with the ext4 fragmentor)"
         } else {
             ""
