@@ -3,7 +3,6 @@
 
 use std::cmp::Ordering;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use crate::layout::walk::{self, PathError, Root, ScannedFile, WalkCounts, WalkOptions, WalkStats};
 use crate::metrics::{FileMetrics, SetMetrics};
@@ -105,7 +104,7 @@ impl<T> TopN<T> {
 }
 
 /// Walk `roots` and compute metrics for every file. `progress` is called with the running
-/// file count from worker threads (cheap; may be a no-op).
+/// file count after each batch of files, on the calling thread (cheap; may be a no-op).
 pub fn scan_roots(
     roots: &[Root],
     opts: &WalkOptions,
@@ -113,15 +112,18 @@ pub fn scan_roots(
     progress: &(dyn Fn(u64) + Sync),
 ) -> ScanResult {
     let stats = WalkStats::default();
-    let files = Mutex::new(Vec::new());
-    let visit = |f: ScannedFile| {
+    let mut files = Vec::new();
+    // In walk order (roots as given, then path order), whatever the thread count.
+    let map = |b: &mut Vec<FileEntry>, f: ScannedFile| {
         let metrics = FileMetrics::compute(&f.layout, request_sizes);
-        let mut v = files.lock().unwrap();
-        v.push(FileEntry { file: f, metrics });
-        progress(v.len() as u64);
+        b.push(FileEntry { file: f, metrics });
     };
-    let errors = walk::walk(roots, opts, &stats, &visit);
-    let files = files.into_inner().unwrap();
+    let mut sink = |b: Vec<FileEntry>| {
+        files.extend(b);
+        progress(files.len() as u64);
+    };
+    let workers = rayon::current_num_threads();
+    let errors = walk::walk_ordered(roots, opts, &stats, workers, &Vec::new, &map, &mut sink);
     let mut summary = SetMetrics::new(request_sizes);
     for f in &files {
         summary.add(&f.metrics);
