@@ -73,6 +73,9 @@ pub struct BenchJob {
     pub iterations: Vec<BenchIteration>,
     /// S(R) and I(R) from the file's layout (whole sequential reads only).
     pub layout: Option<BenchLayout>,
+    /// `bench read --model`: the job's reads on the modeled SSD.
+    #[serde(default)]
+    pub model: Option<crate::ssd::layout::ModeledReads>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -8,7 +8,8 @@ use anyhow::{anyhow, bail, Result};
 
 use super::child::{Bench, Defrag, Scan};
 use super::{
-    DefragFigures, FileRow, Headline, LabSpec, LayoutFigures, MethodResult, WorkloadFigures,
+    DefragFigures, FileRow, Headline, LabSpec, LayoutFigures, MethodResult, ModeledFigures,
+    WorkloadFigures,
 };
 use crate::scratch::FsType;
 
@@ -91,6 +92,7 @@ pub fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFigures> 
     let mut mbps = Vec::new();
     let (mut bytes, mut requests) = (0, 0);
     let mut predicted: Option<u64> = None;
+    let mut modeled: Option<ModeledFigures> = None;
     for (k, round) in rounds.iter().enumerate() {
         let jobs: Vec<_> = round
             .jobs
@@ -119,11 +121,20 @@ pub fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFigures> 
         } else {
             0.0
         });
+        let m = modeled_pass(&jobs);
         if k == 0 {
             predicted = jobs
                 .iter()
                 .map(|j| j.layout.as_ref().map(|l| l.split))
                 .sum();
+            modeled = m;
+        } else if m != modeled {
+            // Same layout, same requests: anything else is a bug in the model.
+            bail!(
+                "bench read --model: round {} gave other modeled figures for {} than round 1",
+                k + 1,
+                work.display()
+            );
         }
     }
     Ok(WorkloadFigures {
@@ -135,7 +146,27 @@ pub fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFigures> 
         mb_per_s: crate::stats::trimmed_mean(&mbps),
         mb_per_s_cov: crate::stats::cov(&mbps),
         mb_per_s_each: mbps,
+        modeled,
     })
+}
+
+/// The modeled figures of one pass (its jobs run one after another: times add up); None
+/// when a job was not modeled.
+fn modeled_pass(jobs: &[&super::child::BenchJob]) -> Option<ModeledFigures> {
+    let mut f = ModeledFigures::default();
+    for j in jobs {
+        let m = j.model.as_ref()?;
+        f.model.clone_from(&m.model);
+        f.mapping.clone_from(&m.mapping);
+        f.device_reads += m.device_reads;
+        f.read_bytes += m.read_bytes;
+        f.read_time_ns += m.read_time_ns;
+        f.collisions += m.collisions;
+        f.collided_requests += m.collided_requests;
+        f.page_reads += m.page_reads;
+    }
+    f.mb_s = crate::ssd::model::mb_s(f.read_bytes, f.read_time_ns);
+    Some(f)
 }
 
 /// fragkit defrag's own figures; a verification failure stops the lab.

@@ -31,6 +31,10 @@ use runner::{Runner, StepRecord};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The modeled device of the lab's deterministic column: the FAST'24 artifact's NVMe
+/// (see docs/ssd.md).
+pub const MODEL: &str = "fast24";
+
 /// What the lab reads from the fragmented files, before and after each defragmenter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -189,7 +193,14 @@ pub struct WorkloadFigures {
     pub mb_per_s: f64,
     pub mb_per_s_cov: f64,
     pub mb_per_s_each: Vec<f64>,
+    /// The same pass on the modeled NVMe (`bench read --model fast24`): deterministic,
+    /// equal in every round.
+    pub modeled: Option<ModeledFigures>,
 }
+
+/// One pass of the workload over a state's files on the modeled SSD: its jobs summed
+/// (the fields of one job's figures, see `ssd::layout::ModeledReads`).
+pub use crate::ssd::layout::ModeledReads as ModeledFigures;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MethodResult {

@@ -337,7 +337,14 @@ pub fn bench_rounds(
     let mut rounds = Vec::new();
     for k in 0..spec.iterations as usize {
         let mut args = spec.workload.bench_args(spec.file_size());
-        args.extend([s("--iterations"), s("1"), s("--format"), s("json")]);
+        args.extend([
+            s("--iterations"),
+            s("1"),
+            s("--model"),
+            s(super::MODEL),
+            s("--format"),
+            s("json"),
+        ]);
         for i in 0..states.len() {
             let work = states[(k + i) % states.len()].mountpoint.join("work");
             args.extend(names.iter().map(|n| p(&work.join(n))));
