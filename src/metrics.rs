@@ -389,6 +389,33 @@ impl SetMetrics {
         self.frag_distances.merge(&m.frag_distances);
     }
 
+    /// Add another set's totals (a batch summed on another thread); same request sizes.
+    pub fn merge(&mut self, o: &SetMetrics) {
+        self.files += o.files;
+        self.fragmented_files += o.fragmented_files;
+        self.bytes += o.bytes;
+        self.allocated += o.allocated;
+        self.extents += o.extents;
+        self.fragments += o.fragments;
+        self.holes += o.holes;
+        self.unwritten_bytes += o.unwritten_bytes;
+        self.shared_bytes += o.shared_bytes;
+        self.encoded_bytes += o.encoded_bytes;
+        self.blocks += o.blocks;
+        self.layout_num += o.layout_num;
+        self.layout_den += o.layout_den;
+        self.e4_best += o.e4_best;
+        self.e4_fragments += o.e4_fragments;
+        for (acc, r) in self.requests.iter_mut().zip(&o.requests) {
+            acc.add(r);
+        }
+        for (acc, b) in self.move_bytes.iter_mut().zip(&o.move_bytes) {
+            *acc += b;
+        }
+        self.frag_sizes.merge(&o.frag_sizes);
+        self.frag_distances.merge(&o.frag_distances);
+    }
+
     /// Smith–Seltzer layout score over the set: Σ(blocks − fragments)/Σ(blocks − 1).
     pub fn layout_score(&self) -> f64 {
         if self.layout_den == 0 {
@@ -552,6 +579,20 @@ mod tests {
             let mut set = SetMetrics::new(&[BS]);
             set.add(&m);
             prop_assert!((0.0..=1.0).contains(&set.layout_score()));
+        }
+
+        #[test]
+        fn merged_batches_equal_one_sum(files in prop::collection::vec(arb_extents(), 0..8), cut in 0usize..8) {
+            // The streaming scan sums batches on workers and merges them in the sink.
+            let ms: Vec<FileMetrics> = files.into_iter().map(|e| FileMetrics::compute(&layout(e), &[BS, 4 * BS])).collect();
+            let mut one = SetMetrics::new(&[BS, 4 * BS]);
+            ms.iter().for_each(|m| one.add(m));
+            let (a, b) = ms.split_at(cut.min(ms.len()));
+            let (mut left, mut right) = (SetMetrics::new(&[BS, 4 * BS]), SetMetrics::new(&[BS, 4 * BS]));
+            a.iter().for_each(|m| left.add(m));
+            b.iter().for_each(|m| right.add(m));
+            left.merge(&right);
+            prop_assert_eq!(left, one);
         }
 
         #[test]

@@ -1,8 +1,8 @@
 //! Scan: walk paths, map every file, compute its metrics and the set's totals.
 //! The engine behind `fragkit scan`, and what watch, age and lab use to check layouts.
 
+use std::cmp::Ordering;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use crate::layout::walk::{self, PathError, Root, ScannedFile, WalkCounts, WalkOptions, WalkStats};
 use crate::metrics::{FileMetrics, SetMetrics};
@@ -25,8 +25,86 @@ pub struct ScanResult {
     pub errors: Vec<PathError>,
 }
 
+/// A file in a summary's list of the worst files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worst {
+    pub path: PathBuf,
+    pub fragments: u64,
+    /// Extra requests at the first R.
+    pub extra: u64,
+}
+
+/// How many files a summary lists as the worst.
+pub const WORST_LISTED: usize = 10;
+
+impl Worst {
+    /// The entry for a fragmented file; None for one in a single piece.
+    pub fn of(f: &FileEntry) -> Option<Worst> {
+        f.metrics.is_fragmented().then(|| Worst {
+            path: f.file.path.clone(),
+            fragments: f.metrics.fragments,
+            extra: f.metrics.requests.first().map_or(0, |r| r.extra()),
+        })
+    }
+}
+
+/// Most extra requests at the first R first, then most fragments, then path bytes.
+pub fn worst_first(a: &Worst, b: &Worst) -> Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    b.extra
+        .cmp(&a.extra)
+        .then(b.fragments.cmp(&a.fragments))
+        .then(
+            a.path
+                .as_os_str()
+                .as_bytes()
+                .cmp(b.path.as_os_str().as_bytes()),
+        )
+}
+
+/// A comparison held by [`TopN`].
+type Order<T> = Box<dyn Fn(&T, &T) -> Ordering + Send>;
+
+/// The first `n` of a stream of items under `order`, holding at most 2n at any time
+/// (sorted and cut back to n whenever it reaches 2n), so `--top` costs O(n) memory
+/// however many files are scanned.
+pub struct TopN<T> {
+    n: usize,
+    order: Order<T>,
+    items: Vec<T>,
+}
+
+impl<T> TopN<T> {
+    /// `n == usize::MAX` keeps everything.
+    pub fn new(n: usize, order: impl Fn(&T, &T) -> Ordering + Send + 'static) -> TopN<T> {
+        TopN {
+            n,
+            order: Box::new(order),
+            items: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, item: T) {
+        self.items.push(item);
+        if self.items.len() >= self.n.saturating_mul(2).max(64) {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        self.items.sort_by(|a, b| (self.order)(a, b));
+        self.items.truncate(self.n);
+    }
+
+    /// The kept items, best first.
+    pub fn into_sorted(mut self) -> Vec<T> {
+        self.cut();
+        self.items
+    }
+}
+
 /// Walk `roots` and compute metrics for every file. `progress` is called with the running
-/// file count from worker threads (cheap; may be a no-op).
+/// file count after each batch of files, on the calling thread (cheap; may be a no-op).
 pub fn scan_roots(
     roots: &[Root],
     opts: &WalkOptions,
@@ -34,15 +112,18 @@ pub fn scan_roots(
     progress: &(dyn Fn(u64) + Sync),
 ) -> ScanResult {
     let stats = WalkStats::default();
-    let files = Mutex::new(Vec::new());
-    let visit = |f: ScannedFile| {
+    let mut files = Vec::new();
+    // In walk order (roots as given, then path order), whatever the thread count.
+    let map = |b: &mut Vec<FileEntry>, f: ScannedFile| {
         let metrics = FileMetrics::compute(&f.layout, request_sizes);
-        let mut v = files.lock().unwrap();
-        v.push(FileEntry { file: f, metrics });
-        progress(v.len() as u64);
+        b.push(FileEntry { file: f, metrics });
     };
-    let errors = walk::walk(roots, opts, &stats, &visit);
-    let files = files.into_inner().unwrap();
+    let mut sink = |b: Vec<FileEntry>| {
+        files.extend(b);
+        progress(files.len() as u64);
+    };
+    let workers = rayon::current_num_threads();
+    let errors = walk::walk_ordered(roots, opts, &stats, workers, &Vec::new, &map, &mut sink);
     let mut summary = SetMetrics::new(request_sizes);
     for f in &files {
         summary.add(&f.metrics);
@@ -68,4 +149,22 @@ pub fn scan_paths(paths: &[PathBuf], request_sizes: &[u64]) -> Result<ScanResult
         request_sizes,
         &|_| {},
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_n_keeps_the_first_n_in_order() {
+        let mut t = TopN::new(5, |a: &u32, b: &u32| b.cmp(a));
+        for v in (0..1000u32).map(|i| (i * 7919) % 1000) {
+            t.push(v);
+            assert!(t.items.len() < 64, "never more than max(2n, 64) held");
+        }
+        assert_eq!(t.into_sorted(), vec![999, 998, 997, 996, 995]);
+        let mut all = TopN::new(usize::MAX, |a: &u32, b: &u32| a.cmp(b));
+        (0..100u32).rev().for_each(|v| all.push(v));
+        assert_eq!(all.into_sorted(), (0..100).collect::<Vec<_>>());
+    }
 }

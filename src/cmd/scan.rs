@@ -2,11 +2,15 @@
 
 use anyhow::{bail, Result};
 
+use std::cmp::Ordering;
+use std::io::Write;
+
 use crate::cli::{ScanArgs, ScanFormat, SortKey};
-use crate::layout::walk::{self, WalkOptions};
+use crate::layout::walk::{self, Root, ScannedFile, WalkOptions, WalkStats};
+use crate::metrics::{FileMetrics, SetMetrics};
 use crate::report::filefrag::filefrag_v;
 use crate::report::scan as out;
-use crate::scan::{scan_roots, FileEntry, DEFAULT_REQUEST_SIZE};
+use crate::scan::{worst_first, FileEntry, TopN, Worst, DEFAULT_REQUEST_SIZE, WORST_LISTED};
 
 /// Exit status: 0 all read, 1 some paths could not be read (reported on stderr and
 /// counted; the rest is still scanned and printed), `--format filefrag` included: its
@@ -18,6 +22,7 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     }
     let mut roots = Vec::new();
     let mut refused = Vec::new();
+    let stats = WalkStats::default();
     for p in &args.paths {
         match walk::check_root(p) {
             Ok(r) => roots.push(r),
@@ -44,24 +49,9 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     };
 
     let bar = crate::report::progress::files_spinner();
-    let progress = |n: u64| {
-        if n % 64 == 0 {
-            bar.set_position(n)
-        }
-    };
-
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads.unwrap_or(0))
-        .build()?;
-    let mut result = pool.install(|| scan_roots(&roots, &opts, &request_sizes, &progress));
-    bar.finish_and_clear();
-    // Arguments that could not be scanned come first, in the order they were given.
-    refused.append(&mut result.errors);
-    result.errors = refused;
-
-    for e in &result.errors {
-        eprintln!("fragkit: {}: {}", e.path.display(), e.message);
-    }
+    let workers = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
 
     let machine = args.format != ScanFormat::Table;
     let sort = args.sort.unwrap_or(if machine {
@@ -69,34 +59,289 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     } else {
         SortKey::Extra
     });
-    let top = args.top.unwrap_or(if machine { 0 } else { 25 });
-    let mut listed: Vec<&FileEntry> = result
-        .files
-        .iter()
-        .filter(|f| f.metrics.fragments >= args.min_fragments)
-        .collect();
-    if !args.summary_only {
-        sort_files(&mut listed, sort);
+    let top = match args.top.unwrap_or(if machine { 0 } else { 25 }) {
+        0 => usize::MAX,
+        n => n,
+    };
+    // Path order is walk order: such listings are written while the walk goes on.
+    let streaming = machine && sort == SortKey::Path && !args.reverse && !args.summary_only;
+    if streaming {
+        roots.sort_by_key(root_key);
     }
-    if args.reverse {
-        listed.reverse();
+    let format = args.format;
+    // Files are rendered on the workers unless the listing is kept whole for sorting
+    // (`--top`: a few whole entries).
+    let render_on_workers = !args.summary_only && (streaming || top == usize::MAX);
+    let new_batch = || Batch {
+        summary: SetMetrics::new(&request_sizes),
+        ..Batch::default()
+    };
+    let min_fragments = args.min_fragments;
+    let summary_only = args.summary_only;
+    let map = |b: &mut Batch, file: ScannedFile| {
+        let metrics = FileMetrics::compute(&file.layout, &request_sizes);
+        let entry = FileEntry { file, metrics };
+        b.summary.add(&entry.metrics);
+        b.worst.extend(Worst::of(&entry));
+        if summary_only || entry.metrics.fragments < min_fragments {
+            return;
+        }
+        if !render_on_workers {
+            b.files.push(entry);
+            return;
+        }
+        let start = b.text.len();
+        render(format, &mut b.text, &entry);
+        b.listed.push(Listed {
+            keys: Keys::of(&entry),
+            text: start..b.text.len(),
+        });
+    };
+
+    let mut summary = SetMetrics::new(&request_sizes);
+    let mut worst = TopN::new(WORST_LISTED, worst_first);
+    let mut matching = 0usize;
+    let mut written = 0usize;
+    let mut seen = 0u64;
+    let by = order(sort, args.reverse);
+    let mut kept_entries: TopN<(Keys, FileEntry)> =
+        TopN::new(top, move |a: &(Keys, FileEntry), b: &(Keys, FileEntry)| {
+            by(&a.0, &b.0)
+        });
+    let mut kept_rows: TopN<Compact> =
+        TopN::new(top, move |a: &Compact, b: &Compact| by(&a.keys, &b.keys));
+    let mut all_read = false;
+    crate::report::to_stdout(|w| {
+        let mut failed: Option<std::io::Error> = None;
+        if streaming {
+            match format {
+                ScanFormat::Json => out::write_json_head(w, &request_sizes)?,
+                ScanFormat::Csv => out::write_csv_header(w, &request_sizes)?,
+                _ => {}
+            }
+        }
+        let mut sink = |b: Batch| {
+            summary.merge(&b.summary);
+            b.worst.into_iter().for_each(|x| worst.push(x));
+            seen += b.summary.files;
+            if seen % 64 < b.summary.files {
+                bar.set_position(seen);
+            }
+            matching += b.listed.len() + b.files.len();
+            if !streaming {
+                b.files
+                    .into_iter()
+                    .for_each(|f| kept_entries.push((Keys::of(&f), f)));
+                for l in b.listed {
+                    kept_rows.push(Compact {
+                        keys: l.keys,
+                        text: b.text[l.text].into(),
+                    });
+                }
+                return;
+            }
+            // A closed pipe stops the writing; the walk finishes and the status says so.
+            if failed.is_some() {
+                return;
+            }
+            let mut write = || -> std::io::Result<()> {
+                for l in &b.listed {
+                    if written == top {
+                        break;
+                    }
+                    if format == ScanFormat::Json && written > 0 {
+                        w.write_all(b",")?;
+                    }
+                    w.write_all(&b.text[l.text.clone()])?;
+                    written += 1;
+                }
+                Ok(())
+            };
+            if let Err(e) = write() {
+                failed = Some(e);
+            }
+        };
+        let mut errors = std::mem::take(&mut refused);
+        // Arguments that could not be scanned come first, in the order they were given.
+        errors.extend(walk::walk_ordered(
+            &roots, &opts, &stats, workers, &new_batch, &map, &mut sink,
+        ));
+        bar.finish_and_clear();
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        for e in &errors {
+            eprintln!("fragkit: {}: {}", e.path.display(), e.message);
+        }
+        let worst = std::mem::replace(&mut worst, TopN::new(0, worst_first)).into_sorted();
+        let totals = out::Totals {
+            request_sizes: &request_sizes,
+            summary: &summary,
+            worst: &worst,
+            counts: stats.snapshot(),
+            errors: &errors,
+        };
+        let mut rows_buf = Vec::new();
+        let mut rows: Vec<&[u8]> = Vec::new();
+        if !streaming {
+            let kept = std::mem::replace(&mut kept_rows, TopN::new(0, |_, _| Ordering::Equal))
+                .into_sorted();
+            let entries: Vec<FileEntry> =
+                std::mem::replace(&mut kept_entries, TopN::new(0, |_, _| Ordering::Equal))
+                    .into_sorted()
+                    .into_iter()
+                    .map(|(_, e)| e)
+                    .collect();
+            let mut ends = Vec::new();
+            for c in &kept {
+                rows_buf.extend_from_slice(&c.text);
+                ends.push(rows_buf.len());
+            }
+            for e in &entries {
+                render(format, &mut rows_buf, e);
+                ends.push(rows_buf.len());
+            }
+            let mut start = 0;
+            for end in ends {
+                rows.push(&rows_buf[start..end]);
+                start = end;
+            }
+        }
+        match format {
+            ScanFormat::Table => out::write_table(w, &totals, &rows, matching, args.summary_only)?,
+            ScanFormat::Json => {
+                if !streaming {
+                    out::write_json_head(w, &request_sizes)?;
+                    for (i, r) in rows.iter().enumerate() {
+                        if i > 0 {
+                            w.write_all(b",")?;
+                        }
+                        w.write_all(r)?;
+                    }
+                }
+                out::write_json_tail(w, &totals)?
+            }
+            ScanFormat::Ndjson => {
+                rows.iter().try_for_each(|r| w.write_all(r))?;
+                out::write_ndjson_tail(w, &totals)?
+            }
+            ScanFormat::Csv => {
+                if !streaming {
+                    out::write_csv_header(w, &request_sizes)?;
+                }
+                rows.iter().try_for_each(|r| w.write_all(r))?;
+            }
+            ScanFormat::Filefrag => unreachable!("handled by filefrag() above"),
+        }
+        all_read = errors.is_empty();
+        Ok(())
+    })?;
+    Ok(if all_read { 0 } else { 1 })
+}
+
+/// A root's place in path order: a directory sorts as its path followed by '/'.
+fn root_key(r: &Root) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    match r {
+        Root::File(p) => p.as_os_str().as_bytes().to_vec(),
+        Root::Dir(p) => {
+            let mut k = p.as_os_str().as_bytes().to_vec();
+            if k.last() != Some(&b'/') {
+                k.push(b'/');
+            }
+            k
+        }
     }
-    let matching = listed.len();
-    if top > 0 {
-        listed.truncate(top);
+}
+
+/// One file's listing text in `format` (JSON without a separating comma; lines with their
+/// newline).
+fn render(format: ScanFormat, out: &mut Vec<u8>, f: &FileEntry) {
+    match format {
+        ScanFormat::Json => out::file_json_into(out, f),
+        ScanFormat::Ndjson => {
+            out::file_json_into(out, f);
+            out.push(b'\n');
+        }
+        ScanFormat::Csv => out::csv_row_into(out, f),
+        ScanFormat::Table => out::table_row_into(out, f),
+        ScanFormat::Filefrag => unreachable!("handled by filefrag() above"),
     }
-    if args.summary_only {
-        listed.clear();
+}
+
+/// What one worker hands the sink for a batch of consecutive files.
+#[derive(Default)]
+struct Batch {
+    summary: SetMetrics,
+    worst: Vec<Worst>,
+    /// Whole entries (filefrag, or candidates for `--top`).
+    files: Vec<FileEntry>,
+    /// Rendered files: their text in `text`, one after another.
+    listed: Vec<Listed>,
+    text: Vec<u8>,
+}
+
+struct Listed {
+    keys: Keys,
+    text: std::ops::Range<usize>,
+}
+
+/// A listed file reduced to what sorting needs and its rendered text: no extents kept.
+struct Compact {
+    keys: Keys,
+    text: Box<[u8]>,
+}
+
+/// The sort keys of one file.
+struct Keys {
+    path: Box<[u8]>,
+    fragments: u64,
+    extents: u64,
+    extra: u64,
+    ratio: f64,
+    size: u64,
+}
+
+impl Keys {
+    fn of(f: &FileEntry) -> Keys {
+        use std::os::unix::ffi::OsStrExt;
+        let r = &f.metrics.requests[0];
+        Keys {
+            path: f.file.path.as_os_str().as_bytes().into(),
+            fragments: f.metrics.fragments,
+            extents: f.metrics.extents,
+            extra: r.extra(),
+            ratio: r.ratio(),
+            size: f.metrics.size,
+        }
     }
 
-    crate::report::to_stdout(|w| match args.format {
-        ScanFormat::Table => out::write_table(w, &result, &listed, matching, args.summary_only),
-        ScanFormat::Json => out::write_json(w, &result, &listed),
-        ScanFormat::Ndjson => out::write_ndjson(w, &result, &listed),
-        ScanFormat::Csv => out::write_csv(w, &result, &listed),
-        ScanFormat::Filefrag => unreachable!("handled by filefrag() above"),
-    })?;
-    Ok(if result.errors.is_empty() { 0 } else { 1 })
+    fn cmp(a: &Keys, b: &Keys, key: SortKey) -> Ordering {
+        let path = || a.path.cmp(&b.path);
+        match key {
+            SortKey::Path => path(),
+            SortKey::Fragments => b.fragments.cmp(&a.fragments).then_with(path),
+            SortKey::Extents => b.extents.cmp(&a.extents).then_with(path),
+            SortKey::Extra => b
+                .extra
+                .cmp(&a.extra)
+                .then(b.fragments.cmp(&a.fragments))
+                .then_with(path),
+            SortKey::Ratio => b.ratio.total_cmp(&a.ratio).then_with(path),
+            SortKey::Size => b.size.cmp(&a.size).then_with(path),
+        }
+    }
+}
+
+/// `Keys::cmp` under `key`, reversed with `--reverse`.
+fn order(key: SortKey, reverse: bool) -> impl Fn(&Keys, &Keys) -> Ordering + Copy {
+    move |a, b| {
+        if reverse {
+            Keys::cmp(b, a, key)
+        } else {
+            Keys::cmp(a, b, key)
+        }
+    }
 }
 
 /// `--format filefrag`: a drop-in for `filefrag -v PATH...` (arguments in order, each
@@ -122,48 +367,4 @@ fn filefrag(args: &ScanArgs) -> Result<i32> {
         Ok(())
     })?;
     Ok(if status == 0 { 0 } else { 1 })
-}
-
-/// Paths compare as bytes (like `sort` in the C locale): Path's component-wise Ord is
-/// several times slower and dominated large scans.
-fn path_bytes(f: &FileEntry) -> &[u8] {
-    use std::os::unix::ffi::OsStrExt;
-    f.file.path.as_os_str().as_bytes()
-}
-
-fn sort_files(files: &mut [&FileEntry], key: SortKey) {
-    let extra = |f: &FileEntry| f.metrics.requests[0].extra();
-    let ratio = |f: &FileEntry| f.metrics.requests[0].ratio();
-    match key {
-        SortKey::Path => files.sort_by(|a, b| path_bytes(a).cmp(path_bytes(b))),
-        SortKey::Fragments => files.sort_by(|a, b| {
-            b.metrics
-                .fragments
-                .cmp(&a.metrics.fragments)
-                .then(path_bytes(a).cmp(path_bytes(b)))
-        }),
-        SortKey::Extents => files.sort_by(|a, b| {
-            b.metrics
-                .extents
-                .cmp(&a.metrics.extents)
-                .then(path_bytes(a).cmp(path_bytes(b)))
-        }),
-        SortKey::Extra => files.sort_by(|a, b| {
-            extra(b)
-                .cmp(&extra(a))
-                .then(b.metrics.fragments.cmp(&a.metrics.fragments))
-                .then(path_bytes(a).cmp(path_bytes(b)))
-        }),
-        SortKey::Ratio => files.sort_by(|a, b| {
-            ratio(b)
-                .total_cmp(&ratio(a))
-                .then(path_bytes(a).cmp(path_bytes(b)))
-        }),
-        SortKey::Size => files.sort_by(|a, b| {
-            b.metrics
-                .size
-                .cmp(&a.metrics.size)
-                .then(path_bytes(a).cmp(path_bytes(b)))
-        }),
-    }
 }

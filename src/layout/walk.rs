@@ -1,7 +1,7 @@
 //! Parallel tree walk that maps every regular file once.
 //!
 //! Directories are read with getdents and files opened relative to their directory
-//! (openat), so each file costs open + fstat + FIEMAP + fstat + close and nothing more.
+//! (openat), so each file costs open + FIEMAP + statx + close and nothing more.
 //! The walk stays on the file system of each root unless told otherwise, reports each
 //! hard-linked inode once, and treats files that vanish or change under it as ordinary
 //! events to count, not failures.
@@ -231,60 +231,143 @@ fn open_path(path: &Path) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Files handed to one task when a directory is large: keeps both cores busy on a flat
-/// directory of many files.
-const FILES_PER_TASK: usize = 256;
+/// Files handed to one worker at a time: large enough that the hand-off (two channel
+/// operations) is noise beside 256 × open+FIEMAP+close, small enough to keep both cores
+/// busy on a directory of a few thousand files.
+const FILES_PER_BATCH: usize = 256;
 
-struct Walker<'a, F> {
+/// Batches mapped but not yet handed to the sink, per worker: bounds the memory a slow
+/// file (a huge extent map) can make the others pile up behind it.
+const BATCHES_IN_FLIGHT_PER_WORKER: usize = 4;
+
+/// Consecutive files of one directory (or one named root file), in output order.
+struct Job {
+    seq: u64,
+    /// None: `names` are paths named by the user, opened relative to the working directory.
+    dir: Option<std::sync::Arc<OwnedFd>>,
+    dir_path: std::sync::Arc<PathBuf>,
+    names: Vec<Vec<u8>>,
+}
+
+/// Shared state of one walk: options, counters, errors, the hard-link and statfs caches.
+struct Walker<'a> {
     opts: &'a WalkOptions,
-    visit: &'a F,
     stats: &'a WalkStats,
     errors: Mutex<Vec<PathError>>,
     seen_links: Mutex<HashSet<(u64, u64)>>,
     fs_cache: RwLock<HashMap<u64, FsInfo>>,
 }
 
-/// Walk `roots` (checked with [`check_root`]) in parallel on the current rayon pool, calling
-/// `visit` for every regular file mapped. Returns per-path errors; counters go to `stats`.
+/// Walk `roots` (checked with [`check_root`]) and call `visit` for every regular file
+/// mapped, from worker threads, in no particular order. Returns per-path errors; counters
+/// go to `stats`. [`walk_ordered`] is the same walk with results handed over in order.
 pub fn walk<F>(roots: &[Root], opts: &WalkOptions, stats: &WalkStats, visit: &F) -> Vec<PathError>
 where
     F: Fn(ScannedFile) + Sync,
 {
+    let workers = rayon::current_num_threads();
+    walk_ordered(
+        roots,
+        opts,
+        stats,
+        workers,
+        &|| (),
+        &|_, f| visit(f),
+        &mut |_| (),
+    )
+}
+
+/// Walk `roots` with `workers` threads mapping files. Files are mapped in batches of consecutive files: each batch starts as
+/// `new_batch()`, each mapped file goes through `map(&mut batch, file)` on a worker, and
+/// the batches reach `sink` on the calling thread in walk order, which is the byte order
+/// of the full paths within each root (directory entries sorted by name, a directory
+/// sorting as its name followed by '/'), roots in the order given.
+///
+/// Memory stays bounded whatever the tree's size: one open directory per level of the
+/// current path, and at most a few batches per worker between the walk and the sink.
+pub fn walk_ordered<B: Send>(
+    roots: &[Root],
+    opts: &WalkOptions,
+    stats: &WalkStats,
+    workers: usize,
+    new_batch: &(dyn Fn() -> B + Sync),
+    map: &(dyn Fn(&mut B, ScannedFile) + Sync),
+    sink: &mut dyn FnMut(B),
+) -> Vec<PathError> {
     let w = Walker {
         opts,
-        visit,
         stats,
         errors: Mutex::new(Vec::new()),
         seen_links: Mutex::new(HashSet::new()),
         fs_cache: RwLock::new(HashMap::new()),
     };
-    rayon::scope(|s| {
-        for root in roots {
-            match root {
-                Root::File(p) => {
-                    // An explicitly named file is mapped whatever its extension.
-                    w.map_file(libc::AT_FDCWD, p, p.clone(), true)
-                }
-                Root::Dir(p) => match open_root_dir(p) {
-                    Ok(dir) => {
-                        let dev = fstat(dir.as_raw_fd()).map(|st| st.st_dev).unwrap_or(0);
-                        let w = &w;
-                        s.spawn(move |s| w.walk_dir(s, dir, p.clone(), dev));
-                    }
-                    Err(e) => w.error(p, e, "cannot open directory"),
-                },
+    let workers = workers.max(1);
+    let run = |job: &Job| {
+        let mut batch = new_batch();
+        let dirfd = job.dir.as_ref().map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+        for name in &job.names {
+            let rel = Path::new(OsStr::from_bytes(name));
+            let named = job.dir.is_none();
+            let full = if named {
+                rel.to_path_buf()
+            } else {
+                job.dir_path.join(rel)
+            };
+            if let Some(f) = w.map_file(dirfd, rel, full, named) {
+                map(&mut batch, f);
             }
         }
-    });
+        batch
+    };
+    if workers == 1 {
+        // One thread: walk, map and sink inline, no hand-offs.
+        w.produce(roots, &mut |job| sink(run(&job)));
+    } else {
+        let in_flight = workers * BATCHES_IN_FLIGHT_PER_WORKER;
+        let (tokens_tx, tokens_rx) = crossbeam_channel::bounded::<()>(in_flight);
+        for _ in 0..in_flight {
+            tokens_tx.send(()).expect("token channel has room");
+        }
+        let (jobs_tx, jobs_rx) = crossbeam_channel::bounded::<Job>(in_flight);
+        let (done_tx, done_rx) = crossbeam_channel::unbounded::<(u64, B)>();
+        std::thread::scope(|scope| {
+            let w = &w;
+            scope.spawn(move || {
+                w.produce(roots, &mut |job| {
+                    // Wait until the sink has taken a batch if `in_flight` are out.
+                    if tokens_rx.recv().is_ok() {
+                        let _ = jobs_tx.send(job);
+                    }
+                });
+                drop(jobs_tx);
+            });
+            for _ in 0..workers {
+                let (jobs_rx, done_tx, run) = (jobs_rx.clone(), done_tx.clone(), &run);
+                scope.spawn(move || {
+                    for job in jobs_rx {
+                        let _ = done_tx.send((job.seq, run(&job)));
+                    }
+                });
+            }
+            drop(done_tx);
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next = 0u64;
+            for (seq, batch) in done_rx {
+                waiting.insert(seq, batch);
+                while let Some(b) = waiting.remove(&next) {
+                    sink(b);
+                    next += 1;
+                    let _ = tokens_tx.try_send(());
+                }
+            }
+        });
+    }
     let mut errors = w.errors.into_inner().unwrap();
     errors.sort_by(|a, b| a.path.cmp(&b.path));
     errors
 }
 
-impl<'a, F> Walker<'a, F>
-where
-    F: Fn(ScannedFile) + Sync,
-{
+impl Walker<'_> {
     fn error(&self, path: &Path, e: io::Error, what: &str) {
         let message = match e.raw_os_error() {
             Some(libc::EACCES) | Some(libc::EPERM) => format!("{what}: permission denied"),
@@ -296,13 +379,47 @@ where
         });
     }
 
-    fn walk_dir<'s>(&'s self, s: &rayon::Scope<'s>, dir: OwnedFd, path: PathBuf, root_dev: u64) {
+    /// Hand every file of `roots` to `emit` in batches, in walk order (one thread).
+    fn produce(&self, roots: &[Root], emit: &mut dyn FnMut(Job)) {
+        let mut seq = 0u64;
+        for root in roots {
+            match root {
+                Root::File(p) => {
+                    // An explicitly named file is mapped whatever its extension.
+                    emit(Job {
+                        seq,
+                        dir: None,
+                        dir_path: std::sync::Arc::new(PathBuf::new()),
+                        names: vec![p.as_os_str().as_bytes().to_vec()],
+                    });
+                    seq += 1;
+                }
+                Root::Dir(p) => match open_root_dir(p) {
+                    Ok(dir) => {
+                        let dev = fstat(dir.as_raw_fd()).map(|st| st.st_dev).unwrap_or(0);
+                        self.walk_dir(dir, p.clone(), dev, &mut seq, emit);
+                    }
+                    Err(e) => self.error(p, e, "cannot open directory"),
+                },
+            }
+        }
+    }
+
+    fn walk_dir(
+        &self,
+        dir: OwnedFd,
+        path: PathBuf,
+        root_dev: u64,
+        seq: &mut u64,
+        emit: &mut dyn FnMut(Job),
+    ) {
         self.stats.directories.fetch_add(1, Ordering::Relaxed);
         let entries = match read_dir_entries(dir.as_raw_fd()) {
             Ok(e) => e,
             Err(e) => return self.error(&path, e, "cannot read directory"),
         };
-        let mut files: Vec<Vec<u8>> = Vec::new(); // regular files, mapped below
+        // (name, is_dir): regular files to map and directories to enter, nothing else.
+        let mut kept: Vec<(Vec<u8>, bool)> = Vec::with_capacity(entries.len());
         for (name, dtype) in entries {
             let dtype = if dtype == libc::DT_UNKNOWN {
                 match fstatat_nofollow(dir.as_raw_fd(), &name) {
@@ -320,31 +437,10 @@ where
                 dtype
             };
             match dtype {
-                libc::DT_DIR => {
-                    let sub = path.join(OsStr::from_bytes(&name));
-                    match open_dir_at(dir.as_raw_fd(), Path::new(OsStr::from_bytes(&name))) {
-                        Ok(fd) => {
-                            let dev = fstat(fd.as_raw_fd()).map(|st| st.st_dev).unwrap_or(0);
-                            if self.opts.one_file_system && dev != root_dev {
-                                self.stats
-                                    .other_fs_directories
-                                    .fetch_add(1, Ordering::Relaxed);
-                                continue;
-                            }
-                            s.spawn(move |s| self.walk_dir(s, fd, sub, root_dev));
-                        }
-                        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                            self.stats.vanished.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => self.error(&sub, e, "cannot open directory"),
-                    }
-                }
+                libc::DT_DIR => kept.push((name, true)),
+                libc::DT_REG if self.wanted(&name) => kept.push((name, false)),
                 libc::DT_REG => {
-                    if self.wanted(&name) {
-                        files.push(name);
-                    } else {
-                        self.stats.skipped_filtered.fetch_add(1, Ordering::Relaxed);
-                    }
+                    self.stats.skipped_filtered.fetch_add(1, Ordering::Relaxed);
                 }
                 _ => {
                     self.stats
@@ -353,36 +449,55 @@ where
                 }
             }
         }
-        if files.len() <= FILES_PER_TASK {
-            for name in files {
-                let full = path.join(OsStr::from_bytes(&name));
-                self.map_file(
-                    dir.as_raw_fd(),
-                    Path::new(OsStr::from_bytes(&name)),
-                    full,
-                    false,
-                );
-            }
-            return;
-        }
-        // Large directory: share the directory fd between tasks of FILES_PER_TASK files.
+        // Byte order of the full paths: a directory sorts as "name/", so its whole subtree
+        // lands where its paths sort ("a.txt" < "a/x" because '.' < '/').
+        kept.sort_unstable_by(|(a, ad), (b, bd)| {
+            let a = a.iter().chain(ad.then_some(&b'/'));
+            let b = b.iter().chain(bd.then_some(&b'/'));
+            a.cmp(b)
+        });
         let dir = std::sync::Arc::new(dir);
-        let path = std::sync::Arc::new(path);
-        while !files.is_empty() {
-            let chunk: Vec<Vec<u8>> = files.drain(..files.len().min(FILES_PER_TASK)).collect();
-            let (dir, path) = (dir.clone(), path.clone());
-            s.spawn(move |_| {
-                for name in chunk {
-                    let full = path.join(OsStr::from_bytes(&name));
-                    self.map_file(
-                        dir.as_raw_fd(),
-                        Path::new(OsStr::from_bytes(&name)),
-                        full,
-                        false,
-                    );
+        let dir_path = std::sync::Arc::new(path);
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        let flush = |names: &mut Vec<Vec<u8>>, seq: &mut u64, emit: &mut dyn FnMut(Job)| {
+            if !names.is_empty() {
+                emit(Job {
+                    seq: *seq,
+                    dir: Some(dir.clone()),
+                    dir_path: dir_path.clone(),
+                    names: std::mem::take(names),
+                });
+                *seq += 1;
+            }
+        };
+        for (name, is_dir) in kept {
+            if !is_dir {
+                names.push(name);
+                if names.len() == FILES_PER_BATCH {
+                    flush(&mut names, seq, emit);
                 }
-            });
+                continue;
+            }
+            flush(&mut names, seq, emit);
+            let sub = dir_path.join(OsStr::from_bytes(&name));
+            match open_dir_at(dir.as_raw_fd(), Path::new(OsStr::from_bytes(&name))) {
+                Ok(fd) => {
+                    let dev = fstat(fd.as_raw_fd()).map(|st| st.st_dev).unwrap_or(0);
+                    if self.opts.one_file_system && dev != root_dev {
+                        self.stats
+                            .other_fs_directories
+                            .fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    self.walk_dir(fd, sub, root_dev, seq, emit);
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    self.stats.vanished.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => self.error(&sub, e, "cannot open directory"),
+            }
         }
+        flush(&mut names, seq, emit);
     }
 
     fn wanted(&self, name: &[u8]) -> bool {
@@ -408,52 +523,77 @@ where
         Ok(fs)
     }
 
-    /// Open, stat, map and close one file. `rel` is relative to `dirfd`.
-    fn map_file(&self, dirfd: RawFd, rel: &Path, full: PathBuf, named: bool) {
+    /// Open, map, stat and close one file: open + FIEMAP + statx + close, the C floor's
+    /// open + FIEMAP + close plus the one stat that gives size, blocks, device and inode.
+    /// `rel` is relative to `dirfd`.
+    ///
+    /// The stat comes after FIEMAP, so size and blocks are no older than the map. A file
+    /// truncated while it was mapped shows extents past its end and is mapped once more
+    /// (counted as changed); one that grew or was rewritten in place meanwhile keeps the
+    /// map FIEMAP gave, as `filefrag` would, and the next scan sees the change. (The
+    /// stat before and after FIEMAP that caught those too cost 14% of a scan.)
+    fn map_file(
+        &self,
+        dirfd: RawFd,
+        rel: &Path,
+        full: PathBuf,
+        named: bool,
+    ) -> Option<ScannedFile> {
         let fd = match open_file_at(dirfd, rel, named) {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !named => {
                 self.stats.vanished.fetch_add(1, Ordering::Relaxed);
-                return;
+                return None;
             }
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) && !named => {
                 // Replaced by a symlink since the listing: not followed.
                 self.stats
                     .skipped_non_regular
                     .fetch_add(1, Ordering::Relaxed);
-                return;
+                return None;
             }
-            Err(e) => return self.error(&full, e, "cannot open"),
+            Err(e) => {
+                self.error(&full, e, "cannot open");
+                return None;
+            }
         };
         let raw = fd.as_raw_fd();
-        let mut before = match fstat(raw) {
-            Ok(st) => st,
-            Err(e) => return self.error(&full, e, "cannot stat"),
-        };
-        if before.st_mode & libc::S_IFMT != libc::S_IFREG {
-            self.stats
-                .skipped_non_regular
-                .fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        if before.st_nlink > 1 {
-            let key = (before.st_dev, before.st_ino);
-            if !self.seen_links.lock().unwrap().insert(key) {
-                self.stats
-                    .hard_link_duplicates
-                    .fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-        }
-        let fs = match self.fs_of(before.st_dev, raw) {
-            Ok(fs) => fs,
-            Err(e) => return self.error(&full, e, "statfs failed"),
-        };
         let mut extents = Vec::new();
         let mut changed = false;
         for attempt in 0..2 {
             extents.clear();
-            if let Err(e) = fiemap::read_extents_into(fd.as_fd(), self.opts.sync, &mut extents) {
+            let mapped = fiemap::read_extents_into(fd.as_fd(), self.opts.sync, &mut extents);
+            let st = match statx_fd(raw) {
+                Ok(st) => st,
+                Err(e) => {
+                    self.error(&full, e, "cannot stat");
+                    return None;
+                }
+            };
+            // Replaced by a directory or FIFO since the listing (FIEMAP's answer is moot).
+            if u32::from(st.stx_mode) & libc::S_IFMT != libc::S_IFREG {
+                self.stats
+                    .skipped_non_regular
+                    .fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+            if attempt == 0 && st.stx_nlink > 1 {
+                let key = (st.dev(), st.stx_ino);
+                if !self.seen_links.lock().unwrap().insert(key) {
+                    self.stats
+                        .hard_link_duplicates
+                        .fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+            }
+            let fs = match self.fs_of(st.dev(), raw) {
+                Ok(fs) => fs,
+                Err(e) => {
+                    self.error(&full, e, "statfs failed");
+                    return None;
+                }
+            };
+            if let Err(e) = mapped {
                 let message = match e {
                     FiemapError::Unsupported => format!(
                         "{} has no FIEMAP; this file's extents cannot be read",
@@ -465,44 +605,65 @@ where
                     path: full,
                     message,
                 });
-                return;
+                return None;
             }
-            let after = match fstat(raw) {
-                Ok(st) => st,
-                Err(e) => return self.error(&full, e, "cannot stat"),
-            };
-            let same = after.st_size == before.st_size
-                && after.st_mtime == before.st_mtime
-                && after.st_mtime_nsec == before.st_mtime_nsec
-                && after.st_blocks == before.st_blocks;
-            if same {
-                break;
+            let bs = u64::from(fs.block_size.max(1));
+            let end = extents.last().map_or(0, |e| e.logical_end());
+            let truncated = end > st.stx_size.div_ceil(bs) * bs;
+            if truncated && attempt == 0 {
+                changed = true;
+                continue;
             }
-            changed = true;
-            before = after;
-            if attempt == 1 {
-                break;
+            if changed {
+                self.stats.changed.fetch_add(1, Ordering::Relaxed);
             }
+            drop(fd);
+            self.stats.files.fetch_add(1, Ordering::Relaxed);
+            return Some(ScannedFile {
+                path: full,
+                dev: st.dev(),
+                ino: st.stx_ino,
+                nlink: u64::from(st.stx_nlink),
+                fs,
+                layout: FileLayout {
+                    size: st.stx_size,
+                    allocated: st.stx_blocks * 512,
+                    block_size: fs.block_size,
+                    extents,
+                },
+            });
         }
-        if changed {
-            self.stats.changed.fetch_add(1, Ordering::Relaxed);
-        }
-        drop(fd);
-        self.stats.files.fetch_add(1, Ordering::Relaxed);
-        (self.visit)(ScannedFile {
-            path: full,
-            dev: before.st_dev,
-            ino: before.st_ino,
-            nlink: before.st_nlink,
-            fs,
-            layout: FileLayout {
-                size: before.st_size as u64,
-                allocated: before.st_blocks as u64 * 512,
-                block_size: fs.block_size,
-                extents,
-            },
-        });
+        unreachable!("the second attempt always returns")
     }
+}
+
+/// What statx says about an open file, with the device number put together.
+trait StatxDev {
+    fn dev(&self) -> u64;
+}
+
+impl StatxDev for libc::statx {
+    fn dev(&self) -> u64 {
+        libc::makedev(self.stx_dev_major, self.stx_dev_minor)
+    }
+}
+
+/// statx(fd, "", AT_EMPTY_PATH) for the fields a scan needs.
+fn statx_fd(fd: RawFd) -> io::Result<libc::statx> {
+    // SAFETY: statx is plain data filled by the kernel.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let mask = libc::STATX_TYPE
+        | libc::STATX_MODE
+        | libc::STATX_NLINK
+        | libc::STATX_INO
+        | libc::STATX_SIZE
+        | libc::STATX_BLOCKS;
+    // SAFETY: empty C string with AT_EMPTY_PATH stats the fd itself.
+    let rc = unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, mask, &mut st) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
 }
 
 fn cpath(p: &Path) -> io::Result<std::ffi::CString> {

@@ -4,10 +4,11 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+#[cfg(test)]
 use crate::layout::model::Extent;
 use crate::layout::walk::{PathError, WalkCounts};
 use crate::metrics::{Distribution, RequestCount, SetMetrics};
-use crate::scan::{FileEntry, ScanResult};
+use crate::scan::{FileEntry, Worst};
 use crate::units::{short_size, HumanBytes};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -41,6 +42,7 @@ fn round4(v: f64) -> f64 {
     (v * 10_000.0).round() / 10_000.0
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct FileJson<'a> {
     path: std::borrow::Cow<'a, str>,
@@ -66,6 +68,7 @@ struct FileJson<'a> {
     requests: Vec<RequestJson>,
 }
 
+#[cfg(test)]
 fn file_json(f: &FileEntry) -> FileJson<'_> {
     let m = &f.metrics;
     FileJson {
@@ -130,26 +133,18 @@ struct SummaryJson<'a> {
     error_list: Vec<ErrorJson<'a>>,
 }
 
-/// Files with the most extra requests at the first R (then most fragments).
-pub fn worst_files(result: &ScanResult, n: usize) -> Vec<&FileEntry> {
-    let mut v: Vec<&FileEntry> = result
-        .files
-        .iter()
-        .filter(|f| f.metrics.is_fragmented())
-        .collect();
-    v.sort_by(|a, b| {
-        let ea = a.metrics.requests.first().map_or(0, |r| r.extra());
-        let eb = b.metrics.requests.first().map_or(0, |r| r.extra());
-        eb.cmp(&ea)
-            .then(b.metrics.fragments.cmp(&a.metrics.fragments))
-            .then(a.file.path.as_os_str().cmp(b.file.path.as_os_str()))
-    });
-    v.truncate(n);
-    v
+/// What the summary of a scan is made of: totals, the worst files, walk counters, errors.
+pub struct Totals<'a> {
+    pub request_sizes: &'a [u64],
+    pub summary: &'a SetMetrics,
+    /// At most 10, most extra requests first (see [`crate::scan::worst_first`]).
+    pub worst: &'a [Worst],
+    pub counts: WalkCounts,
+    pub errors: &'a [PathError],
 }
 
-fn summary_json(result: &ScanResult) -> SummaryJson<'_> {
-    let s: &SetMetrics = &result.summary;
+fn summary_json<'a>(t: &Totals<'a>) -> SummaryJson<'a> {
+    let s: &SetMetrics = t.summary;
     SummaryJson {
         files: s.files,
         fragmented_files: s.fragmented_files,
@@ -167,17 +162,18 @@ fn summary_json(result: &ScanResult) -> SummaryJson<'_> {
         requests: requests_json(&s.requests, &s.move_bytes),
         frag_sizes: &s.frag_sizes,
         frag_distances: &s.frag_distances,
-        worst: worst_files(result, 10)
-            .into_iter()
+        worst: t
+            .worst
+            .iter()
             .map(|f| WorstJson {
-                path: f.file.path.to_string_lossy(),
-                fragments: f.metrics.fragments,
-                extra: f.metrics.requests.first().map_or(0, |r| r.extra()),
+                path: f.path.to_string_lossy(),
+                fragments: f.fragments,
+                extra: f.extra,
             })
             .collect(),
-        walk: result.counts,
-        errors: result.errors.len(),
-        error_list: result.errors.iter().map(error_json).collect(),
+        walk: t.counts,
+        errors: t.errors.len(),
+        error_list: t.errors.iter().map(error_json).collect(),
     }
 }
 
@@ -188,47 +184,149 @@ fn error_json(e: &PathError) -> ErrorJson<'_> {
     }
 }
 
-/// Each file's JSON text, rendered in parallel: serialising is most of a large scan's CPU
-/// once FIEMAP is done (callgrind: 70% of instructions for 20k files), and the files are
-/// independent.
-fn files_json(files: &[&FileEntry]) -> Vec<Vec<u8>> {
-    use rayon::prelude::*;
-    files
-        .par_iter()
-        .map(|f| serde_json::to_vec(&file_json(f)).expect("file JSON serialises"))
-        .collect()
+/// One file's JSON object appended to `out` (the buffer a worker reuses for its batch):
+/// the schema of [`FileJson`] written by hand, because serde_json escapes every key of
+/// every file (5% of a 100k-file scan's samples in perf) and a scan writes ~700 bytes per
+/// file. `file_json_matches_serde` holds it to serde's bytes.
+pub fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
+    let m = &f.metrics;
+    let mut n = itoa::Buffer::new();
+    let mut num = |out: &mut Vec<u8>, key: &[u8], v: u64| {
+        out.extend_from_slice(key);
+        out.extend_from_slice(n.format(v).as_bytes());
+    };
+    out.extend_from_slice(b"{\"path\":");
+    json_str(out, &f.file.path.to_string_lossy());
+    let (major, minor) = crate::sys::dev::split(f.file.dev);
+    num(out, b",\"dev\":\"", major.into());
+    num(out, b":", minor.into());
+    num(out, b"\",\"ino\":", f.file.ino);
+    out.extend_from_slice(b",\"fs\":");
+    json_str(out, &f.file.fs.type_name());
+    num(out, b",\"block_size\":", f.file.fs.block_size.into());
+    num(out, b",\"size\":", m.size);
+    num(out, b",\"allocated\":", m.allocated);
+    out.extend_from_slice(b",\"extents\":[");
+    for (i, e) in f.file.layout.extents.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        num(out, b"{\"logical\":", e.logical);
+        num(out, b",\"physical\":", e.physical);
+        num(out, b",\"length\":", e.length);
+        out.extend_from_slice(b",\"flags\":[");
+        flags_json(out, e.flags);
+        out.extend_from_slice(b"]}");
+    }
+    num(out, b"],\"fragments\":", m.fragments);
+    num(out, b",\"holes\":", m.holes);
+    num(out, b",\"hole_bytes\":", m.hole_bytes);
+    num(out, b",\"unwritten_bytes\":", m.unwritten_bytes);
+    num(out, b",\"delalloc_bytes\":", m.delalloc_bytes);
+    num(out, b",\"shared_bytes\":", m.shared_bytes);
+    num(out, b",\"encoded_bytes\":", m.encoded_bytes);
+    num(out, b",\"inline_bytes\":", m.inline_bytes);
+    num(out, b",\"blocks\":", m.blocks);
+    out.extend_from_slice(b",\"layout_score\":");
+    json_f64(out, round4(m.layout_score()));
+    for (key, d) in [
+        (&b",\"frag_sizes\":"[..], &m.frag_sizes),
+        (b",\"frag_distances\":", &m.frag_distances),
+    ] {
+        out.extend_from_slice(key);
+        num(out, b"{\"count\":", d.count);
+        num(out, b",\"min\":", d.min);
+        num(out, b",\"max\":", d.max);
+        num(out, b",\"sum\":", d.sum);
+        out.extend_from_slice(b",\"buckets\":[");
+        for (i, b) in d.buckets.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            num(out, b"{\"min\":", b.min);
+            num(out, b",\"max\":", b.max);
+            num(out, b",\"count\":", b.count);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"]}");
+    }
+    out.extend_from_slice(b",\"requests\":[");
+    for (i, (r, mv)) in m.requests.iter().zip(&m.move_bytes).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        num(out, b"{\"size\":", r.size);
+        num(out, b",\"split\":", r.split);
+        num(out, b",\"ideal\":", r.ideal);
+        num(out, b",\"extra\":", r.extra());
+        out.extend_from_slice(b",\"ratio\":");
+        json_f64(out, round4(r.ratio()));
+        num(out, b",\"move_bytes\":", *mv);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
 }
 
-/// `--format json`: {"version", "request_sizes", "files": [...], "summary": {...}}.
-pub fn write_json(
-    out: &mut impl Write,
-    result: &ScanResult,
-    files: &[&FileEntry],
-) -> io::Result<()> {
-    write!(out, "{{\"version\":{SCHEMA_VERSION},\"request_sizes\":")?;
-    serde_json::to_writer(&mut *out, &result.request_sizes)?;
-    out.write_all(b",\"files\":[")?;
-    for (i, f) in files_json(files).iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
-        }
-        out.write_all(f)?;
+/// A JSON string: copied as is when nothing in it needs escaping (the usual path).
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes()
+        .all(|c| c >= 0x20 && c != b'"' && c != b'\\' && c != 0x7f)
+    {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        serde_json::to_writer(&mut *out, s).expect("a string serialises");
     }
+}
+
+/// A float as serde_json writes it (shortest round-trip text).
+fn json_f64(out: &mut Vec<u8>, v: f64) {
+    serde_json::to_writer(&mut *out, &v).expect("a float serialises");
+}
+
+/// Flag names as [`ExtentFlags`]' Serialize gives them, without its Vec<String>.
+fn flags_json(out: &mut Vec<u8>, flags: crate::layout::model::ExtentFlags) {
+    use crate::layout::model::ExtentFlags;
+    let named = ExtentFlags::NAMED.iter().fold(0, |acc, (f, _)| acc | f.0);
+    if flags.0 & !named != 0 {
+        // Bits without a name come out as hex: leave those rare maps to serde.
+        let names = flags.names();
+        let text = serde_json::to_string(&names).expect("names serialise");
+        out.extend_from_slice(&text.as_bytes()[1..text.len() - 1]);
+        return;
+    }
+    let mut first = true;
+    for (flag, name) in ExtentFlags::NAMED {
+        if flags.0 & flag.0 != 0 {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.push(b'"');
+        }
+    }
+}
+
+/// `--format json`, before the first file: {"version", "request_sizes", "files": [
+pub fn write_json_head(out: &mut impl Write, request_sizes: &[u64]) -> io::Result<()> {
+    write!(out, "{{\"version\":{SCHEMA_VERSION},\"request_sizes\":")?;
+    serde_json::to_writer(&mut *out, request_sizes)?;
+    out.write_all(b",\"files\":[")
+}
+
+/// `--format json`, after the last file: ], "summary": {...}}
+pub fn write_json_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
     out.write_all(b"],\"summary\":")?;
-    serde_json::to_writer(&mut *out, &summary_json(result))?;
+    serde_json::to_writer(&mut *out, &summary_json(t))?;
     out.write_all(b"}\n")
 }
 
-/// `--format ndjson`: one file object per line, then {"version":1,"summary":{...}}.
-pub fn write_ndjson(
-    out: &mut impl Write,
-    result: &ScanResult,
-    files: &[&FileEntry],
-) -> io::Result<()> {
-    for f in files_json(files) {
-        out.write_all(&f)?;
-        out.write_all(b"\n")?;
-    }
+/// `--format ndjson`: one file object per line (see [`file_json_into`]), then
+/// {"version":1,"summary":{...}}.
+pub fn write_ndjson_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
     #[derive(Serialize)]
     struct Tail<'a> {
         version: u32,
@@ -238,19 +336,14 @@ pub fn write_ndjson(
         &mut *out,
         &Tail {
             version: SCHEMA_VERSION,
-            summary: summary_json(result),
+            summary: summary_json(t),
         },
     )?;
     writeln!(out)
 }
 
-/// `--format csv`: one row per file; request columns repeat per R.
-pub fn write_csv(
-    out: &mut impl Write,
-    result: &ScanResult,
-    files: &[&FileEntry],
-) -> io::Result<()> {
-    let mut w = csv::Writer::from_writer(out);
+/// `--format csv` header; request columns repeat per R.
+pub fn write_csv_header(out: &mut impl Write, request_sizes: &[u64]) -> io::Result<()> {
     let mut header: Vec<String> = [
         "path",
         "dev",
@@ -269,7 +362,7 @@ pub fn write_csv(
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for r in &result.request_sizes {
+    for r in request_sizes {
         let l = short_size(*r);
         header.extend([
             format!("split_{l}"),
@@ -278,49 +371,80 @@ pub fn write_csv(
             format!("move_bytes_{l}"),
         ]);
     }
-    w.write_record(&header)?;
-    for f in files {
-        let m = &f.metrics;
-        let mut row = vec![
-            f.file.path.to_string_lossy().into_owned(),
-            f.file.dev_string(),
-            f.file.ino.to_string(),
-            f.file.fs.type_name(),
-            m.size.to_string(),
-            m.allocated.to_string(),
-            m.extents.to_string(),
-            m.fragments.to_string(),
-            m.holes.to_string(),
-            m.unwritten_bytes.to_string(),
-            m.shared_bytes.to_string(),
-            m.encoded_bytes.to_string(),
-            format!("{:.4}", m.layout_score()),
-        ];
-        for (r, mv) in m.requests.iter().zip(&m.move_bytes) {
-            row.extend([
-                r.split.to_string(),
-                r.ideal.to_string(),
-                r.extra().to_string(),
-                mv.to_string(),
-            ]);
-        }
-        w.write_record(&row)?;
-    }
-    w.flush()?;
-    Ok(())
+    writeln!(out, "{}", header.join(","))
 }
 
-/// The human table: one line per listed file, then the summary.
+/// A CSV field as RFC 4180 wants it: quoted (quotes doubled) only when it holds a comma,
+/// a quote or a line break.
+fn csv_field(out: &mut impl Write, v: &[u8]) -> io::Result<()> {
+    if !v.iter().any(|c| matches!(c, b',' | b'"' | b'\n' | b'\r')) {
+        return out.write_all(v);
+    }
+    out.write_all(b"\"")?;
+    for part in v.split_inclusive(|&c| c == b'"') {
+        out.write_all(part)?;
+        if part.last() == Some(&b'"') {
+            out.write_all(b"\"")?;
+        }
+    }
+    out.write_all(b"\"")
+}
+
+/// One `--format csv` row.
+pub fn csv_row_into(out: &mut Vec<u8>, f: &FileEntry) {
+    let m = &f.metrics;
+    let (major, minor) = crate::sys::dev::split(f.file.dev);
+    let _ = csv_field(out, f.file.path.as_os_str().to_string_lossy().as_bytes());
+    let _ = write!(
+        out,
+        ",{major}:{minor},{},{},{},{},{},{},{},{},{},{},{:.4}",
+        f.file.ino,
+        f.file.fs.type_name(),
+        m.size,
+        m.allocated,
+        m.extents,
+        m.fragments,
+        m.holes,
+        m.unwritten_bytes,
+        m.shared_bytes,
+        m.encoded_bytes,
+        m.layout_score()
+    );
+    for (r, mv) in m.requests.iter().zip(&m.move_bytes) {
+        let _ = write!(out, ",{},{},{},{mv}", r.split, r.ideal, r.extra());
+    }
+    out.push(b'\n');
+}
+
+/// One line of the human table (see [`write_table`]).
+pub fn table_row_into(out: &mut Vec<u8>, f: &FileEntry) {
+    let m = &f.metrics;
+    let req = &m.requests[0];
+    let _ = writeln!(
+        out,
+        "{:>7} {:>7} {:>11} {:>9} {:>7.2} {:>10}  {}",
+        m.fragments,
+        m.extents,
+        HumanBytes(m.size).to_string(),
+        req.extra(),
+        req.ratio(),
+        HumanBytes(m.move_bytes[0]).to_string(),
+        f.file.path.display()
+    );
+}
+
+/// The human table: one line per listed file (rendered by [`table_row_into`]), then the
+/// summary.
 pub fn write_table(
     out: &mut impl Write,
-    result: &ScanResult,
-    files: &[&FileEntry],
+    t: &Totals,
+    rows: &[&[u8]],
     listed_of: usize,
     summary_only: bool,
 ) -> io::Result<()> {
-    let r0 = result.request_sizes[0];
+    let r0 = t.request_sizes[0];
     let label = short_size(r0);
-    if !summary_only && !files.is_empty() {
+    if !summary_only && !rows.is_empty() {
         writeln!(
             out,
             "{:>7} {:>7} {:>11} {:>9} {:>7} {:>10}  PATH",
@@ -331,20 +455,8 @@ pub fn write_table(
             "SPLIT",
             "MOVE"
         )?;
-        for f in files {
-            let m = &f.metrics;
-            let req = &m.requests[0];
-            writeln!(
-                out,
-                "{:>7} {:>7} {:>11} {:>9} {:>7.2} {:>10}  {}",
-                m.fragments,
-                m.extents,
-                HumanBytes(m.size).to_string(),
-                req.extra(),
-                req.ratio(),
-                HumanBytes(m.move_bytes[0]).to_string(),
-                f.file.path.display()
-            )?;
+        for row in rows {
+            out.write_all(row)?;
         }
         // What makes the columns actionable: the cost per read, and the price of removing it.
         writeln!(
@@ -352,17 +464,17 @@ pub fn write_table(
             "(EXTRA@{label}: extra device requests one full sequential read of the file needs at {label}, S(R)-I(R); \
              MOVE: bytes a pick-style defrag would rewrite to remove them, the {label} windows spanning more than one fragment)"
         )?;
-        if listed_of > files.len() {
+        if listed_of > rows.len() {
             writeln!(
                 out,
                 "({} of {} matching files listed; --top 0 lists all)",
-                files.len(),
+                rows.len(),
                 listed_of
             )?;
         }
         writeln!(out)?;
     }
-    let s = &result.summary;
+    let s = t.summary;
     let pct = |a: u64, b: u64| {
         if b == 0 {
             0.0
@@ -433,7 +545,7 @@ pub fn write_table(
             HumanBytes(s.encoded_bytes)
         )?;
     }
-    let c = &result.counts;
+    let c = &t.counts;
     let mut skipped = Vec::new();
     for (n, what) in [
         (c.skipped_non_regular, "not regular files"),
@@ -450,12 +562,88 @@ pub fn write_table(
     if !skipped.is_empty() {
         writeln!(out, "skipped    {}", skipped.join(", "))?;
     }
-    if !result.errors.is_empty() {
+    if !t.errors.is_empty() {
         writeln!(
             out,
             "errors     {} paths could not be read (listed on stderr)",
-            result.errors.len()
+            t.errors.len()
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::model::{ExtentFlags, FileLayout};
+    use crate::layout::walk::ScannedFile;
+    use crate::metrics::FileMetrics;
+    use crate::sys::fsinfo::FsInfo;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::PathBuf;
+
+    fn entry(path: PathBuf, extents: Vec<Extent>) -> FileEntry {
+        let layout = FileLayout {
+            size: extents.iter().map(|e| e.logical_end()).max().unwrap_or(0) + 100,
+            allocated: 8192,
+            block_size: 4096,
+            extents,
+        };
+        FileEntry {
+            metrics: FileMetrics::compute(&layout, &[4096, 131072, 1 << 20]),
+            file: ScannedFile {
+                path,
+                dev: (259 << 8) | 3,
+                ino: u64::MAX,
+                nlink: 1,
+                fs: FsInfo {
+                    magic: 0xEF53,
+                    block_size: 4096,
+                    blocks: 0,
+                    blocks_available: 0,
+                    blocks_free: 0,
+                    fragment_size: 4096,
+                    fsid: [0, 0],
+                },
+                layout,
+            },
+        }
+    }
+
+    fn ext(logical: u64, physical: u64, length: u64, flags: u32) -> Extent {
+        Extent {
+            logical,
+            physical,
+            length,
+            flags: ExtentFlags(flags),
+        }
+    }
+
+    #[test]
+    fn file_json_matches_serde() {
+        let odd = PathBuf::from(std::ffi::OsStr::from_bytes(
+            b"/a \"q\"\\b\n\x7f\xff\xfe\x01/\xc3\xa9",
+        ));
+        for e in [
+            entry(PathBuf::from("/plain/file"), vec![]),
+            entry(odd, vec![ext(0, 4096, 4096, 0)]),
+            entry(
+                PathBuf::from("/x"),
+                vec![
+                    ext(0, 1 << 30, 3 << 12, 0x800),
+                    ext(3 << 12, 5 << 20, 1 << 12, 0x2000 | 0x8),
+                    ext(9 << 12, 7 << 20, 5 << 12, 0x40000 | 0x1),
+                    ext(20 << 12, 0, 1 << 12, 0x200 | 0x100 | 0x1),
+                ],
+            ),
+        ] {
+            let mut ours = Vec::new();
+            file_json_into(&mut ours, &e);
+            let theirs = serde_json::to_vec(&file_json(&e)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&theirs)
+            );
+        }
+    }
 }
