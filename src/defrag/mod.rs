@@ -619,7 +619,7 @@ fn migrate_one(ctx: &MoveCtx<'_>, offset: u64, length: u64) -> (RangeResult, Opt
         (r, None)
     };
     let (lo, hi) = migrate::judged_span(offset, length, ctx.request_size, ctx.block_size);
-    let extents = match fiemap::read_extents_span(std::os::fd::AsFd::as_fd(file), lo, hi) {
+    let extents = match fiemap::read_extents_span(std::os::fd::AsFd::as_fd(file), false, lo, hi) {
         Ok(e) => e,
         Err(e) => return fail(res, e.to_string()),
     };

@@ -206,13 +206,15 @@ pub fn read_extents_into(
 /// The extents overlapping [start, end) only (the first and last may reach beyond it).
 /// Defrag maps each range's neighbourhood this way: mapping a whole 17k-extent file per
 /// 128 KiB range made the planner quadratic (75k FIEMAP calls for 2048 ranges).
+/// `sync` as in [`read_extents`] (btrfs also waits for ordered extents to complete).
 pub fn read_extents_span(
     fd: BorrowedFd<'_>,
+    sync: bool,
     start: u64,
     end: u64,
 ) -> Result<Vec<Extent>, FiemapError> {
     let mut out = Vec::new();
-    read_span_into(fd, false, start, end, &mut out)?;
+    read_span_into(fd, sync, start, end, &mut out)?;
     Ok(out)
 }
 

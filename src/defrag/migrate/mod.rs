@@ -228,7 +228,9 @@ pub fn donor_for(
 /// extents now against `t.extents` from before it.
 pub fn judge_result(t: &Target<'_>, offset: u64, length: u64) -> Result<Judgement> {
     let (lo, hi) = judged_span(offset, length, t.request_size, t.block_size);
-    let now = fiemap::read_extents_span(t.file.as_fd(), lo, hi)?;
+    // FIEMAP_FLAG_SYNC: the new extents have their addresses only once written back (on
+    // btrfs also once their ordered extents completed); this waits for that, no commit.
+    let now = fiemap::read_extents_span(t.file.as_fd(), true, lo, hi)?;
     Ok(judge(
         t.extents,
         &now,
