@@ -382,6 +382,11 @@ pub struct BenchIoArgs {
     /// Keep the page cache between iterations (no root needed)
     #[arg(long)]
     pub no_drop_caches: bool,
+    /// Read jobs: also replay the first measured iteration's requests on a modeled SSD
+    /// (fast24, nvme-a, nvme-b, sata-a, sata-b, or g,S; see `fragkit ssd`) and print its
+    /// MB/s and die collisions beside the real figures (needs --direct)
+    #[arg(long, value_name = "PRESET|g,S")]
+    pub model: Option<String>,
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
@@ -733,6 +738,10 @@ pub struct TraceArgs {
     /// Print the hottest files and ranges with their current fragmentation
     #[arg(long)]
     pub summary: bool,
+    /// With --summary: also each range's modeled read time on an SSD (fast24, nvme-a,
+    /// nvme-b, sata-a, sata-b, or g,S; see `fragkit ssd`), now and if contiguous
+    #[arg(long, value_name = "PRESET|g,S", requires = "summary")]
+    pub model: Option<String>,
     /// Output format of what goes to stdout
     #[arg(long, short = 'f', value_enum, default_value_t = TraceFormat::Table)]
     pub format: TraceFormat,

@@ -1,4 +1,6 @@
-//! Free-space fragmentation of a mounted ext4/xfs file system, from GETFSMAP.
+//! Free-space fragmentation of a mounted ext4/xfs file system, from GETFSMAP: the one
+//! place fragkit reads free space (`fragkit free` prints the full analysis; the aging
+//! reports keep its [`FreeSpaceSummary`]).
 //!
 //! A free extent is one GETFSMAP record owned by "free space" on the data device, exactly
 //! what e2freefrag and `xfs_spaceman -c freesp` count, so the figures agree with theirs.
@@ -11,6 +13,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::metrics::Distribution;
 use crate::sys::fsinfo::{self, FsInfo};
 use crate::sys::fsmap::{self, FsmapRecord, Owner};
 use crate::sys::superblock::{self, GroupGeometry};
@@ -95,6 +98,10 @@ pub struct FreeSpace {
     pub blocks_per_group: u64,
     pub group_bands: GroupBands,
     pub groups: Vec<GroupSummary>,
+    /// Sizes of the free extents in bytes (the aging reports' histogram; `fragkit free`
+    /// prints `histogram` instead).
+    #[serde(skip)]
+    pub extent_sizes: Distribution,
 }
 
 impl FreeSpace {
@@ -136,6 +143,7 @@ pub fn analyse(
         .collect();
     let (mut free_blocks, mut extents, mut min, mut max, mut metadata) = (0, 0, u64::MAX, 0, 0);
     let (mut run_end, mut run_len, mut largest_run) = (u64::MAX, 0u64, 0u64);
+    let mut extent_sizes = Distribution::default();
     for r in records {
         let start = r.physical / bs;
         let len = r.length / bs;
@@ -151,6 +159,7 @@ pub fn analyse(
             let b = bucket_of(len);
             counts[b] += 1;
             block_sums[b] += len;
+            extent_sizes.add(len * bs);
             run_len = if start == run_end { run_len + len } else { len };
             run_end = start + len;
             largest_run = largest_run.max(run_len);
@@ -209,6 +218,7 @@ pub fn analyse(
         blocks_per_group: geo.blocks_per_group,
         group_bands: GroupBands::of(&groups),
         groups,
+        extent_sizes,
     }
 }
 
@@ -221,6 +231,43 @@ pub enum FreeSpaceView {
         info: FsInfo,
         spaces: Vec<crate::sys::btrfs_space::SpaceInfo>,
     },
+}
+
+/// Free space in brief, as the aging reports keep it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FreeSpaceSummary {
+    /// "getfsmap", or "statfs" when the file system has no GETFSMAP (btrfs, f2fs): then
+    /// only the total is known and `extents` is empty.
+    pub source: &'static str,
+    pub free_bytes: u64,
+    /// Sizes of free extents in bytes.
+    pub extents: Distribution,
+}
+
+impl FreeSpaceSummary {
+    fn statfs(free_bytes: u64) -> FreeSpaceSummary {
+        FreeSpaceSummary {
+            source: "statfs",
+            free_bytes,
+            extents: Distribution::default(),
+        }
+    }
+}
+
+impl FreeSpaceView {
+    pub fn summary(&self) -> FreeSpaceSummary {
+        let statfs = FreeSpaceSummary::statfs;
+        match self {
+            FreeSpaceView::Fsmap(f) => FreeSpaceSummary {
+                source: "getfsmap",
+                free_bytes: f.free_blocks * f.block_size,
+                extents: f.extent_sizes.clone(),
+            },
+            // btrfs's f_bfree counts unallocated space metadata will also take; f_bavail
+            // is its own estimate of what data can still use (as age::FsUsage).
+            FreeSpaceView::Btrfs { info, .. } => statfs(info.blocks_available * info.fragment_size),
+        }
+    }
 }
 
 /// GETFSMAP records of the data device of the file system mounted at `mountpoint` (all of
@@ -283,6 +330,23 @@ pub fn free_space(mountpoint: &Path) -> Result<FreeSpaceView> {
     ))))
 }
 
+/// [`free_space`] in brief for the file system holding `path` (a directory); where there
+/// is no GETFSMAP and no btrfs chunk info (f2fs, tmpfs, ...), the statfs total.
+pub fn summary(path: &Path) -> Result<FreeSpaceSummary> {
+    let f = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    let info = FsInfo::of_fd(f.as_fd()).with_context(|| format!("{}: statfs", path.display()))?;
+    if matches!(
+        info.magic,
+        fsinfo::EXT4_MAGIC | fsinfo::XFS_MAGIC | fsinfo::BTRFS_MAGIC
+    ) {
+        Ok(free_space(path)?.summary())
+    } else {
+        Ok(FreeSpaceSummary::statfs(
+            info.blocks_free * info.fragment_size,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +388,14 @@ mod tests {
             (1, 80)
         );
         assert_eq!(f.largest_free_run_blocks, 110);
+        // The aging reports' summary comes from the same records.
+        assert_eq!(
+            (f.extent_sizes.count, f.extent_sizes.sum, f.extent_sizes.max),
+            (3, 111 * 4096, 80 * 4096)
+        );
+        let s = FreeSpaceView::Fsmap(Box::new(f.clone())).summary();
+        assert_eq!((s.source, s.free_bytes), ("getfsmap", 111 * 4096));
+        assert_eq!(s.extents, f.extent_sizes);
         assert_eq!(f.metadata_blocks, 10);
         let b: Vec<(u64, u64, u64)> = f
             .histogram

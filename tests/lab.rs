@@ -121,6 +121,45 @@ fn lab_512m_pick_writes_less_than_full_and_both_cut_requests() {
         );
     }
 
+    // The modeled NVMe column: present for every method, and the same in every round
+    // (the lab refuses rounds that disagree; check the rounds' own outputs too).
+    for m in report["methods"].as_array().unwrap() {
+        let mb = f(m, "/workload/modeled/mb_s");
+        assert!(mb > 0.0, "{}: modeled {mb} MB/s", m["name"]);
+        assert!(m.pointer("/workload/modeled/collisions").is_some());
+    }
+    let modeled = |round: u32| -> Vec<(String, Value)> {
+        let text = std::fs::read_to_string(dir.join(format!("data/bench-round-{round}.json")))
+            .expect("bench round output kept");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let mut jobs: Vec<(String, Value)> = v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| (j["path"].as_str().unwrap().to_string(), j["model"].clone()))
+            .collect();
+        jobs.sort_by(|a, b| a.0.cmp(&b.0));
+        jobs
+    };
+    let first = modeled(1);
+    assert!(
+        first.iter().all(|(_, m)| m.is_object()),
+        "every job modeled"
+    );
+    assert_eq!(first, modeled(2), "modeled figures differ between rounds");
+    // The fragmented files split the workload's requests on the modeled device too, and
+    // the report says which mechanism the fragmentation costs.
+    let before_model = &method(&report, "before")["workload"];
+    assert!(
+        f(before_model, "/modeled/device_reads") > f(before_model, "/requests"),
+        "{before_model}"
+    );
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        page.contains("On the modeled fast24 NVMe"),
+        "no modeled verdict in the page"
+    );
+
     // Every image the page references exists and is a PNG.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let mut images = 0;

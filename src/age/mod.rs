@@ -7,7 +7,6 @@
 //! [`profile::run`].
 
 pub mod fragpicker;
-pub mod freespace;
 pub mod fstune;
 pub mod hypothetical;
 pub mod layout;

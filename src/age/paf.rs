@@ -26,9 +26,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::freespace::{free_space, FreeSpace};
 use super::{file_set_digest, progress_bar, require_scratch, seeded_buf, seeded_rng, FsUsage};
 use crate::cluster::Cluster;
+use crate::freespace::FreeSpaceSummary;
 use crate::io::buf::AlignedBuf;
 use crate::units::{parse_size, short_size};
 
@@ -324,7 +324,7 @@ pub struct PafReport {
     pub fragments: u64,
     /// Rank 0's alone (not carried between ranks).
     #[serde(skip_deserializing)]
-    pub free_space: Option<FreeSpace>,
+    pub free_space: Option<FreeSpaceSummary>,
     pub dry_run: bool,
 }
 
@@ -600,7 +600,7 @@ pub fn run_ranks(
         free_space: if opts.dry_run || !cluster.is_root() {
             None
         } else {
-            free_space(target).ok()
+            crate::freespace::summary(target).ok()
         },
         dry_run: opts.dry_run,
     })
@@ -656,7 +656,7 @@ pub struct PafRanksReport {
     pub fragments: u64,
     /// Layout scores of the ranks' directories, weighted by their remaining files.
     pub layout_score: f64,
-    pub free_space: Option<FreeSpace>,
+    pub free_space: Option<FreeSpaceSummary>,
     pub dry_run: bool,
 }
 

@@ -18,9 +18,9 @@ use rand::rngs::ChaCha8Rng;
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-use super::freespace::{free_space, FreeSpace};
 use super::paf::syncfs;
 use super::{file_set_digest, require_scratch, seeded_buf, seeded_rng, FsUsage};
+use crate::freespace::FreeSpaceSummary;
 use crate::io::buf::AlignedBuf;
 
 /// A file-size distribution, as shipped in data/profiles/*.json.
@@ -168,7 +168,7 @@ pub struct ProfilePoint {
     pub layout_score: f64,
     pub fragments: u64,
     pub fragmented_files: u64,
-    pub free_space: Option<FreeSpace>,
+    pub free_space: Option<FreeSpaceSummary>,
     pub elapsed_seconds: f64,
 }
 
@@ -258,7 +258,7 @@ fn record(
         layout_score: scan.summary.layout_score(),
         fragments: scan.summary.fragments,
         fragmented_files: scan.summary.fragmented_files,
-        free_space: free_space(target).ok(),
+        free_space: crate::freespace::summary(target).ok(),
         elapsed_seconds: start.elapsed().as_secs_f64(),
     })
 }

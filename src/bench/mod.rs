@@ -23,6 +23,31 @@ pub struct LayoutPrediction {
     pub ideal: u64,
 }
 
+/// The job's first measured iteration replayed on the modeled SSD `p`, the device's
+/// mapping built from the file's FIEMAP in physical order (see `ssd::layout`).
+pub fn model_reads(
+    p: &crate::ssd::Params,
+    spec: &crate::io::JobSpec,
+    job: &JobResult,
+) -> anyhow::Result<crate::ssd::layout::ModeledReads> {
+    use anyhow::Context;
+    let shown = job.path.display();
+    if job.target.kind != "file" {
+        anyhow::bail!("--model {shown}: a block device has no file layout to model; give a file");
+    }
+    let f = std::fs::File::open(&job.path).with_context(|| format!("{shown}"))?;
+    let extents = crate::sys::fiemap::read_extents(std::os::fd::AsFd::as_fd(&f), true)
+        .map_err(|e| anyhow::anyhow!("{shown}: FIEMAP: {e}"))?;
+    let round_to = if spec.direct {
+        job.target.limits.map_or(512, |l| l.logical_block_size)
+    } else {
+        1
+    };
+    let reads = crate::io::planned_requests(spec, job.region_size, round_to, spec.warmup);
+    crate::ssd::layout::model_reads(p, &extents, &reads, job.effective_queue_depth)
+        .map_err(|e| anyhow::anyhow!("--model: {e}"))
+}
+
 /// S(R) and I(R) of the job's file at the request size the device can see, when the job
 /// was a whole-file sequential O_DIRECT read of a file (None otherwise): the number the
 /// device's read count is expected to equal, give or take metadata reads.

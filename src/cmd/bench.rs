@@ -83,6 +83,14 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
     if a.pattern != BenchPattern::Random && a.align.is_some() {
         bail!("--align: only meaningful with --pattern random");
     }
+    let model = match &a.model {
+        Some(_) if op != Op::Read => bail!("--model: only read jobs are modeled"),
+        Some(_) if !a.direct => bail!(
+            "--model: needs --direct (buffered reads reach the device as the page cache's readahead, not as the job's requests)"
+        ),
+        Some(m) => Some(super::ssd::model_params(m, None)?),
+        None => None,
+    };
     let total = a.files.len() as u64 * (a.iterations + a.warmup) as u64;
     let bar = progress(total, "iterations");
     let mut jobs = Vec::new();
@@ -92,7 +100,15 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
         let result = engine_io::run_job_observed(&spec, &mut |_, _| bar.inc(1))?;
         bar.inc(spec.warmup as u64);
         let layout = crate::bench::predict_requests(&result);
-        jobs.push(BenchJob { result, layout });
+        let model = match &model {
+            Some(p) => Some(crate::bench::model_reads(p, &spec, &result)?),
+            None => None,
+        };
+        jobs.push(BenchJob {
+            result,
+            layout,
+            model,
+        });
     }
     bar.finish_and_clear();
     crate::report::to_stdout(|w| match a.format {

@@ -25,6 +25,11 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     if !args.pid.is_empty() && !args.command.is_empty() {
         bail!("--pid and -- CMD both choose the processes to trace: give one of them");
     }
+    // Bad model parameters fail before anything is traced.
+    let model = match &args.model {
+        Some(m) => Some(super::ssd::model_params(m, None)?),
+        None => None,
+    };
     let mut command = args.command.split_first().map(|(prog, rest)| {
         let mut c = Command::new(prog);
         c.args(rest);
@@ -70,7 +75,9 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             .map_err(|e| anyhow::anyhow!("writing the profile to {}: {e}", out.display()))?;
     }
 
-    let summary = args.summary.then(|| summarize(&profile, args.request_size));
+    let summary = args
+        .summary
+        .then(|| summarize(&profile, args.request_size, model.as_ref()));
     // The closing lines go to stderr even when stdout was closed early.
     let written = report::to_stdout(|w| match (&summary, args.format) {
         (Some(s), TraceFormat::Json) => report::write_json_pretty(w, s),

@@ -425,6 +425,21 @@ impl Offsets {
     }
 }
 
+/// The (offset, length) requests iteration `iteration` (warm-up ones counted) of `spec`
+/// issues over a region of `region` bytes, in submission order: what `run_job` submits
+/// (lengths rounded up to `round_to`, the logical block with O_DIRECT, else 1).
+pub fn planned_requests(
+    spec: &JobSpec,
+    region: u64,
+    round_to: u64,
+    iteration: u32,
+) -> Vec<(u64, u64)> {
+    let mut o = Offsets::new(spec, region, round_to.max(1), iteration);
+    std::iter::from_fn(|| o.next())
+        .map(|(off, len)| (off, len as u64))
+        .collect()
+}
+
 /// Sync and drop clean page cache, dentries and inodes (needs root).
 pub fn drop_caches() -> Result<()> {
     nix::unistd::sync();

@@ -20,4 +20,6 @@ pub mod uring;
 
 pub use device::{BlockDevice, DeviceDelta, DeviceStats, QueueLimits};
 pub use engine::{EngineKind, Op};
-pub use job::{drop_caches, run_job, run_job_observed, JobResult, JobSpec, Pattern};
+pub use job::{
+    drop_caches, planned_requests, run_job, run_job_observed, JobResult, JobSpec, Pattern,
+};

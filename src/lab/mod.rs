@@ -9,24 +9,31 @@
 //! Every step is a real `fragkit` (or tool) command run as a child process: the report lists
 //! exactly what ran, and each figure can be reproduced by typing the command.
 
+pub mod child;
+pub mod figures;
 pub mod runner;
+pub mod steps;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::io::{BlockDevice, DeviceDelta};
 use crate::scratch::FsType;
 use crate::units::short_size;
-use runner::{json, Runner, StepRecord};
+use child::{Free, Paf, Synthetic, TraceSummary};
+use figures::State;
+use runner::{Runner, StepRecord};
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The modeled device of the lab's deterministic column: the FAST'24 artifact's NVMe
+/// (see docs/ssd.md).
+pub const MODEL: &str = "fast24";
 
 /// What the lab reads from the fragmented files, before and after each defragmenter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -130,19 +137,6 @@ impl LabSpec {
     }
 }
 
-/// The file system's own defragmenter, the conventional baseline.
-fn baseline_tool(fs: FsType) -> Option<(&'static str, Vec<String>)> {
-    match fs {
-        FsType::Ext4 => Some(("e4defrag", vec![])),
-        FsType::Xfs => Some(("xfs_fsr", vec!["-v".into()])),
-        FsType::Btrfs => Some((
-            "btrfs",
-            vec!["filesystem".into(), "defragment".into(), "-f".into()],
-        )),
-        FsType::F2fs => None,
-    }
-}
-
 fn tool_available(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
@@ -150,7 +144,7 @@ fn tool_available(program: &str) -> bool {
         || Path::new("/sbin").join(program).is_file()
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct DefragFigures {
     /// The command's own summary where it has one (fragkit defrag).
     pub bytes_planned: Option<u64>,
@@ -171,52 +165,7 @@ pub struct DefragFigures {
     pub files_worse: Option<u64>,
 }
 
-/// The lines of a baseline tool's output (stdout, then its log) saying it left files alone.
-fn tool_declined(text: &str) -> Option<String> {
-    const SIGNS: [&str; 5] = [
-        "does not need defragmentation",
-        "already fully defragmented",
-        "already optimal",
-        "no improvement",
-        "not need",
-    ];
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| SIGNS.iter().any(|s| l.to_lowercase().contains(s)))
-        .collect();
-    match lines.len() {
-        0 => None,
-        1 => Some(lines[0].to_string()),
-        n => Some(format!("{} (and {} more lines like it)", lines[0], n - 1)),
-    }
-}
-
-/// fragkit defrag's skips, counted by reason kind, with one example reason each.
-fn fragkit_declined(report: &serde_json::Value) -> Option<String> {
-    let mut kinds: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for f in report["files"].as_array().into_iter().flatten() {
-        for r in f["ranges"].as_array().into_iter().flatten() {
-            if r["status"] == "skipped" {
-                let kind = r["skip"].as_str().unwrap_or("skipped").to_string();
-                let e = kinds.entry(kind).or_insert((0, String::new()));
-                e.0 += 1;
-                if e.1.is_empty() {
-                    e.1 = r["reason"].as_str().unwrap_or_default().to_string();
-                }
-            }
-        }
-    }
-    (!kinds.is_empty()).then(|| {
-        kinds
-            .iter()
-            .map(|(k, (n, why))| format!("{n} ranges skipped ({k}), e.g. \"{why}\""))
-            .collect::<Vec<_>>()
-            .join("; ")
-    })
-}
-
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct LayoutFigures {
     pub files: u64,
     pub bytes: u64,
@@ -230,7 +179,7 @@ pub struct LayoutFigures {
     pub layout_score: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct WorkloadFigures {
     pub iterations: usize,
     /// Bytes the workload reads per iteration.
@@ -244,7 +193,14 @@ pub struct WorkloadFigures {
     pub mb_per_s: f64,
     pub mb_per_s_cov: f64,
     pub mb_per_s_each: Vec<f64>,
+    /// The same pass on the modeled NVMe (`bench read --model fast24`): deterministic,
+    /// equal in every round.
+    pub modeled: Option<ModeledFigures>,
 }
+
+/// One pass of the workload over a state's files on the modeled SSD: its jobs summed
+/// (the fields of one job's figures, see `ssd::layout::ModeledReads`).
+pub use crate::ssd::layout::ModeledReads as ModeledFigures;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MethodResult {
@@ -289,9 +245,9 @@ pub struct ScratchFigures {
     pub mkfs: String,
     pub loop_device: String,
     pub image: String,
-    pub paf: Value,
-    pub synthetic: Value,
-    pub free_space: Option<Value>,
+    pub paf: Paf,
+    pub synthetic: Synthetic,
+    pub free_space: Option<Free>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -318,7 +274,7 @@ pub struct LabReport {
     pub iterations: u32,
     /// Whether pick mode ran on a traced profile (false: fell back to bypass).
     pub traced: bool,
-    pub trace: Option<Value>,
+    pub trace: Option<TraceSummary>,
     pub machine: Machine,
     pub scratch: ScratchFigures,
     pub methods: Vec<MethodResult>,
@@ -377,18 +333,6 @@ impl Drop for Scratches {
             }
         }
     }
-}
-
-fn s<T: ToString>(v: T) -> String {
-    v.to_string()
-}
-
-fn p(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
-}
-
-fn u(v: &Value, ptr: &str) -> u64 {
-    v.pointer(ptr).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// Where the scratch images go: --scratch-dir; else under $TMPDIR when it is set (the
@@ -470,18 +414,10 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     let out = spec.out.canonicalize()?;
     let t0 = Instant::now();
     let started_utc = utc_now();
-    let tool = if spec.baseline {
-        baseline_tool(spec.fs).filter(|(prog, _)| tool_available(prog))
-    } else {
-        None
-    };
-    let methods_after = 2 + tool.is_some() as u64;
-    // create, paf, synthetic, free, scan, map, trace; per method: clone, defrag, scan,
-    // map; the workload rounds.
-    let planned = 8 + methods_after * 4 + spec.iterations as u64;
-    let mut r = Runner::new(&out, planned)?;
+    let plan = figures::plan(spec, tool_available);
+    let mut r = Runner::new(&out, plan.steps)?;
     let mut notes = Vec::new();
-    let (images, images_made, in_ram) = images_dir(spec, methods_after + 2)?;
+    let (images, images_made, in_ram) = images_dir(spec, plan.methods_after + 2)?;
     r.define("IMAGES", &images);
     if in_ram {
         notes.push(format!(
@@ -499,162 +435,44 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     let rs_arg = short_size(rs);
 
     // 1. A scratch file system nobody else uses.
-    let created = r.fragkit(
-        "scratch create",
-        &[
-            s("scratch"),
-            s("create"),
-            s("--fs"),
-            s(spec.fs.name()),
-            s("--size"),
-            short_size(spec.size),
-            s("--format"),
-            s("json"),
-        ]
-        .into_iter()
-        .chain([s("--dir"), p(&images.join("base"))])
-        .collect::<Vec<_>>(),
-        Some("scratch-base.json"),
-    )?;
-    let base_info = json("scratch create", &created)?;
-    let base = PathBuf::from(
-        base_info["mountpoint"]
-            .as_str()
-            .ok_or_else(|| anyhow!("scratch create: no mountpoint in its output"))?,
-    );
+    let base_info = steps::create_base(&mut r, spec, &images)?;
+    let base = base_info.mountpoint.clone();
     scratches.mounts.push(base.clone());
     r.define("BASE", &base);
 
     // 2. Fragment: free space in small holes (PaF), then files grown side by side in it.
-    let paf = r.fragkit(
-        "age paf",
-        &[
-            s("age"),
-            s("paf"),
-            spec.paf.clone(),
-            s("--target"),
-            p(&base),
-            s("--seed"),
-            s(spec.seed),
-            s("--format"),
-            s("json"),
-        ],
-        Some("age-paf.json"),
-    )?;
-    let mut paf = json("age paf", &paf)?;
-    for g in paf["generations"].as_array_mut().into_iter().flatten() {
-        // Thousands of names are noise in the report; the data file keeps them.
-        if let Some(list) = g.get_mut("deleted") {
-            *list = Value::from(list.as_array().map_or(0, |l| l.len()));
-        }
-    }
-    let work = base.join("work");
-    let synthetic = r.fragkit(
-        "age fragpicker-synthetic",
-        &[
-            s("age"),
-            s("fragpicker-synthetic"),
-            p(&work),
-            s("--files"),
-            s(spec.files),
-            s("--size"),
-            short_size(spec.file_size()),
-            s("--seed"),
-            s(spec.seed),
-            s("--format"),
-            s("json"),
-        ],
-        Some("age-synthetic.json"),
-    )?;
-    let synthetic = json("age fragpicker-synthetic", &synthetic)?;
-    let names: Vec<String> = synthetic["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f["path"].as_str())
-        .filter_map(|path| Path::new(path).file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .collect();
-    if names.is_empty() {
-        bail!("age fragpicker-synthetic made no files");
-    }
+    let paf = steps::age_paf(&mut r, spec, &base)?;
+    let synthetic = steps::age_synthetic(&mut r, spec, &base.join("work"))?;
+    let names = synthetic.names();
     let free_space = if matches!(spec.fs, FsType::Ext4 | FsType::Xfs) {
-        let text = r.fragkit(
-            "free (before)",
-            &[s("free"), p(&base), s("--format"), s("json")],
-            Some("free-before.json"),
-        )?;
-        let mut v = json("free", &text)?;
-        if let Some(o) = v.as_object_mut() {
-            o.remove("groups");
-        }
-        Some(v)
+        Some(steps::free_before(&mut r, &base)?)
     } else {
         None
     };
 
     // 3. Look at the fragmented state (the clones below have the very same layout).
-    let file_size = spec.file_size();
-    let (before_layout, before_map) = look(&mut r, "before", &base, &rs_arg)?;
+    let before_look = steps::look(&mut r, "before", &base, &rs_arg)?;
 
     // 4. One block-for-block clone per defragmenter: each starts from the same layout.
-    let mut clone = |r: &mut Runner, var: &str| -> Result<PathBuf> {
-        let text = r.fragkit(
-            &format!("scratch clone ({})", var.to_lowercase()),
-            &[s("scratch"), s("clone"), p(&base), s("--format"), s("json")]
-                .into_iter()
-                .chain([s("--dir"), p(&images.join(var.to_lowercase()))])
-                .collect::<Vec<_>>(),
-            None,
-        )?;
-        let info = json("scratch clone", &text)?;
-        let mp = PathBuf::from(info["mountpoint"].as_str().unwrap_or_default());
-        scratches.mounts.push(mp.clone());
-        r.define(var, &mp);
-        Ok(mp)
-    };
     // The untouched state is measured on a clone too, so every state measured is an image
     // made the same way (a sequential copy), unlike the image the file system wrote itself.
+    let mut clone = |r: &mut Runner, var: &str| -> Result<PathBuf> {
+        let mp = steps::clone_scratch(r, &base, &images, var)?.mountpoint;
+        scratches.mounts.push(mp.clone());
+        Ok(mp)
+    };
     let before_mp = clone(&mut r, "BEFORE")?;
     let pick_mp = clone(&mut r, "PICK")?;
     let full_mp = clone(&mut r, "FULL")?;
-    let tool_mp = match &tool {
+    let tool_mp = match &plan.tool {
         Some(_) => Some(clone(&mut r, "TOOL")?),
         None => None,
     };
 
-    // 6. Trace the workload on the pick clone: the profile says which ranges are hot. The
-    // traced run uses pread (psync): the tracer sees system calls, and io_uring's reads
-    // bypass them.
+    // 5. Trace the workload on the pick clone; without a profile pick falls back to bypass.
     let profile = out.join("data/profile.json");
-    let pick_files: Vec<String> = names
-        .iter()
-        .map(|n| p(&pick_mp.join("work").join(n)))
-        .collect();
-    let mut trace_args = vec![
-        s("trace"),
-        s("--mount"),
-        p(&pick_mp),
-        s("-o"),
-        p(&profile),
-        s("--"),
-        p(r.exe()),
-    ];
-    trace_args.extend(spec.workload.bench_args(file_size));
-    trace_args.extend([
-        s("--engine"),
-        s("psync"),
-        s("--iterations"),
-        s("1"),
-        s("--format"),
-        s("json"),
-    ]);
-    trace_args.extend(pick_files.iter().cloned());
-    let traced = r
-        .fragkit("trace workload", &trace_args, None)
-        .and_then(|_| profile_summary(&profile));
-    let (traced, trace_summary) = match traced {
-        Ok(summary) => (true, Some(summary)),
+    let trace = match steps::trace_workload(&mut r, spec, &pick_mp, &names, &profile) {
+        Ok(summary) => Some(summary),
         Err(e) => {
             let first = format!("{e:#}");
             let first = first.lines().next().unwrap_or_default().to_string();
@@ -663,132 +481,64 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
             );
             r.say(&format!("  note  {note}"));
             notes.push(note);
-            (false, None)
+            None
         }
     };
+    let traced = trace.is_some();
 
-    // 7. Defragment each clone, counting what its device wrote.
+    // 6. Defragment each clone, counting what its device wrote.
     let pick_name = if traced { "pick" } else { "bypass" };
-    let mut pick_args = vec![s("defrag"), s("--mode"), s(pick_name)];
-    if traced {
-        pick_args.extend([s("--profile"), p(&profile)]);
-    }
-    pick_args.extend([
-        s("--io-size"),
-        rs_arg.clone(),
-        s("--format"),
-        s("json"),
-        p(&pick_mp.join("work")),
-    ]);
-    let pick_defrag = counted(
-        &mut r,
-        &format!("defrag --mode {pick_name}"),
-        &pick_mp,
-        "fragkit",
-        &pick_args,
-        Some("defrag-pick.json"),
-    )?;
-    let full_args = vec![
-        s("defrag"),
-        s("--mode"),
-        s("full"),
-        s("--io-size"),
-        rs_arg.clone(),
-        s("--format"),
-        s("json"),
-        p(&full_mp.join("work")),
-    ];
-    let full_defrag = counted(
-        &mut r,
-        "defrag --mode full",
-        &full_mp,
-        "fragkit",
-        &full_args,
-        Some("defrag-full.json"),
-    )?;
-    let tool_defrag = match (&tool, &tool_mp) {
-        (Some((prog, pre)), Some(mp)) => {
-            let mut args = pre.clone();
-            args.extend(names.iter().map(|n| p(&mp.join("work").join(n))));
-            Some(counted(&mut r, prog, mp, prog, &args, None)?)
+    let pick_defrag = steps::defrag_pick(&mut r, &pick_mp, traced.then_some(&*profile), &rs_arg)?;
+    let full_defrag = steps::defrag_full(&mut r, &full_mp, &rs_arg)?;
+    let tool_defrag = match (&plan.tool, &tool_mp) {
+        (Some((prog, leading)), Some(mp)) => {
+            Some(steps::defrag_tool(&mut r, prog, leading, mp, &names)?)
         }
         _ => None,
     };
 
-    // 8. Look at each clone again, then run the workload on every state side by side:
-    // each round reads the untouched base and every clone once, in rotating order, so a
-    // change in the machine's speed hits all states alike; speed-ups are paired per round.
-    let mut states: Vec<(String, PathBuf, Option<DefragFigures>)> = vec![
-        ("before".into(), before_mp.clone(), None),
-        (pick_name.into(), pick_mp.clone(), Some(pick_defrag)),
-        ("full".into(), full_mp.clone(), Some(full_defrag)),
+    // 7. Look at each clone again, then run the workload on every state side by side:
+    // each round reads the untouched clone and every defragmented one once, in rotating
+    // order; speed-ups are paired per round.
+    let mut after: Vec<(String, PathBuf, DefragFigures)> = vec![
+        (pick_name.into(), pick_mp, pick_defrag),
+        ("full".into(), full_mp, full_defrag),
     ];
-    if let (Some((prog, _)), Some(mp), Some(d)) = (&tool, &tool_mp, tool_defrag) {
-        states.push((prog.to_string(), mp.clone(), Some(d)));
+    if let (Some((prog, _)), Some(mp), Some(d)) = (&plan.tool, tool_mp, tool_defrag) {
+        after.push((prog.to_string(), mp, d));
     }
-    let mut looks = vec![(before_layout, before_map)];
-    for (name, mp, _) in &states[1..] {
-        looks.push(look(&mut r, name, mp, &rs_arg)?);
-    }
-    let rounds = bench_rounds(&mut r, spec, &states, &names)?;
-    let figures = states
-        .iter()
-        .map(|(_, mp, _)| workload_figures(&rounds, mp))
-        .collect::<Result<Vec<_>>>()?;
-    let mut methods = Vec::new();
-    for ((name, mp, defrag), ((layout, map), workload)) in states
-        .into_iter()
-        .zip(looks.into_iter().zip(figures.iter().cloned()))
-    {
-        let speedup_each: Vec<f64> = workload
-            .mb_per_s_each
-            .iter()
-            .zip(&figures[0].mb_per_s_each)
-            .map(|(a, b)| if *b > 0.0 { a / b } else { 0.0 })
-            .collect();
-        methods.push(MethodResult {
-            speedup: (name != "before").then(|| median(&speedup_each)),
-            speedup_each: if name == "before" {
-                Vec::new()
-            } else {
-                speedup_each
-            },
+    let mut scans = vec![before_look.scan];
+    let mut states = vec![State {
+        name: "before".into(),
+        mountpoint: before_mp,
+        defrag: None,
+        layout: before_look.layout,
+        map: before_look.map,
+    }];
+    for (name, mp, defrag) in after {
+        let look = steps::look(&mut r, &name, &mp, &rs_arg)?;
+        scans.push(look.scan);
+        states.push(State {
             name,
-            description: String::new(),
             mountpoint: mp,
-            defrag,
-            layout,
-            workload,
-            map,
+            defrag: Some(defrag),
+            layout: look.layout,
+            map: look.map,
         });
     }
-    let noisiest = methods
+    let rounds = steps::bench_rounds(&mut r, spec, &states, &names)?;
+    let workloads = states
         .iter()
-        .map(|m| m.workload.mb_per_s_cov)
-        .fold(0.0, f64::max);
-    if noisiest > 0.10 {
-        notes.push(format!(
-            "MB/s varied by up to {:.0}% (CoV) between rounds on this machine, so throughput differences that small are noise; the device's request counts are exact.",
-            noisiest * 100.0
-        ));
-    }
-    if spec.baseline && tool.is_none() {
-        notes.push(format!(
-            "no baseline defragmenter for {} was found on this machine",
-            spec.fs.name()
-        ));
-    }
-    for m in methods.iter_mut() {
-        m.description = describe_method(&m.name).to_string();
-    }
+        .map(|s| figures::workload_figures(&rounds, &s.mountpoint))
+        .collect::<Result<Vec<_>>>()?;
+    let methods = figures::methods(states, workloads);
+    notes.extend(figures::measurement_notes(&methods, spec, &plan));
 
     let variables: BTreeMap<String, PathBuf> = r.variables().into_iter().collect();
     r.finish();
     drop(scratches);
 
-    let file_rows = file_rows(&out, &names, &methods);
-    let headline = headline(&methods);
-    let report = LabReport {
+    Ok(LabReport {
         version: SCHEMA_VERSION,
         started_utc,
         seconds: t0.elapsed().as_secs_f64(),
@@ -798,380 +548,32 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         workload_description: spec.workload.describe().to_string(),
         request_size: rs,
         files: names.len(),
-        file_size,
+        file_size: spec.file_size(),
         iterations: spec.iterations,
         traced,
-        trace: trace_summary,
-        machine: machine(&base_info),
+        trace,
+        machine: machine(&base_info.dir),
         scratch: ScratchFigures {
             fs: spec.fs.name().to_string(),
             size: spec.size,
             mkfs: spec.fs.mkfs_command(),
-            loop_device: base_info["loop_device"].as_str().unwrap_or_default().into(),
-            image: base_info["image"].as_str().unwrap_or_default().into(),
+            loop_device: base_info.loop_device.to_string_lossy().into_owned(),
+            image: base_info.image.to_string_lossy().into_owned(),
             paf,
-            synthetic: strip_synthetic(synthetic),
+            synthetic,
             free_space,
         },
+        headline: figures::headline(&methods),
+        file_rows: figures::file_rows(&names, &scans),
         methods,
-        headline,
-        file_rows,
         steps: r.steps.clone(),
         variables,
         notes,
         images: Vec::new(),
-    };
-    Ok(report)
-}
-
-/// Events and files of a trace profile; an empty one is an error (nothing to pick from).
-fn profile_summary(profile: &Path) -> Result<Value> {
-    let text = fs::read_to_string(profile)
-        .with_context(|| format!("{}: no profile written", profile.display()))?;
-    let v: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a profile", profile.display()))?;
-    let files = v["files"].as_array().map_or(0, |f| f.len());
-    let ranges: usize = v["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|f| f["ranges"].as_array().map_or(0, |r| r.len()))
-        .sum();
-    if files == 0 {
-        bail!("the trace saw no reads of the workload's files");
-    }
-    Ok(serde_json::json!({
-        "events": v["events"],
-        "dropped": v["dropped"],
-        "duration_ns": v["duration_ns"],
-        "files": files,
-        "ranges": ranges,
-    }))
-}
-
-fn describe_method(name: &str) -> &'static str {
-    match name {
-        "before" => "the fragmented file system, untouched",
-        "pick" => "FragPicker: only the traced hot ranges that span more than one fragment",
-        "bypass" => "FragPicker-B: every request-size window spanning more than one fragment",
-        "full" => "conventional: every file in more than one fragment, whole",
-        "e4defrag" => "ext4's own defragmenter (e2fsprogs), whole files",
-        "xfs_fsr" => "xfs's own reorganiser (xfsprogs), whole files",
-        "btrfs" => "btrfs filesystem defragment, whole files",
-        _ => "",
-    }
-}
-
-/// Scan and map one file system's copy of the workload files.
-fn look(r: &mut Runner, name: &str, mp: &Path, rs_arg: &str) -> Result<(LayoutFigures, String)> {
-    let work = mp.join("work");
-    let scan = r.fragkit(
-        &format!("scan ({name})"),
-        &[
-            s("scan"),
-            s("--format"),
-            s("json"),
-            s("-r"),
-            s(rs_arg),
-            p(&work),
-        ],
-        Some(&format!("scan-{name}.json")),
-    )?;
-    let scan = json("scan", &scan)?;
-    let sm = &scan["summary"];
-    let layout = LayoutFigures {
-        files: u(sm, "/files"),
-        bytes: u(sm, "/bytes"),
-        fragments: u(sm, "/fragments"),
-        extents: u(sm, "/extents"),
-        split: u(sm, "/requests/0/split"),
-        ideal: u(sm, "/requests/0/ideal"),
-        extra: u(sm, "/requests/0/extra"),
-        move_bytes: u(sm, "/requests/0/move_bytes"),
-        layout_score: sm["layout_score"].as_f64().unwrap_or(0.0),
-    };
-    let map = format!("maps/{name}.png");
-    r.fragkit(
-        &format!("map ({name})"),
-        &[
-            s("map"),
-            p(&work),
-            s("--out"),
-            p(&r.out().join(&map)),
-            s("--title"),
-            format!(
-                "{name}: {} files, {} fragments, {} extra requests at {rs_arg}",
-                layout.files, layout.fragments, layout.extra
-            ),
-            s("--format"),
-            s("json"),
-        ],
-        None,
-    )?;
-    Ok((layout, map))
-}
-
-/// The workload over every state's copy of the files, `spec.iterations` rounds of one
-/// pass each; round k starts with state k (rotating), so no state always runs first.
-fn bench_rounds(
-    r: &mut Runner,
-    spec: &LabSpec,
-    states: &[(String, PathBuf, Option<DefragFigures>)],
-    names: &[String],
-) -> Result<Vec<Value>> {
-    let mut rounds = Vec::new();
-    for k in 0..spec.iterations as usize {
-        let mut args = spec.workload.bench_args(spec.file_size());
-        args.extend([s("--iterations"), s("1"), s("--format"), s("json")]);
-        for i in 0..states.len() {
-            let work = states[(k + i) % states.len()].1.join("work");
-            args.extend(names.iter().map(|n| p(&work.join(n))));
-        }
-        let text = r.fragkit(
-            &format!("bench workload, round {} of {}", k + 1, spec.iterations),
-            &args,
-            Some(&format!("bench-round-{}.json", k + 1)),
-        )?;
-        rounds.push(json("bench read", &text)?);
-    }
-    Ok(rounds)
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-/// One state's figures from the rounds: per round, its jobs (one per file, run one after
-/// another) add up to one pass of the workload; MB/s is that pass's bytes over its time.
-fn workload_figures(rounds: &[Value], mp: &Path) -> Result<WorkloadFigures> {
-    let work = mp.join("work");
-    let mut reads = Vec::new();
-    let mut mbps = Vec::new();
-    let (mut bytes, mut requests) = (0, 0);
-    let mut predicted: Option<u64> = None;
-    for (k, round) in rounds.iter().enumerate() {
-        let jobs: Vec<&Value> = round["jobs"]
-            .as_array()
-            .ok_or_else(|| anyhow!("bench read: no jobs in its output"))?
-            .iter()
-            .filter(|j| {
-                j["path"]
-                    .as_str()
-                    .is_some_and(|p| Path::new(p).starts_with(&work))
-            })
-            .collect();
-        if jobs.is_empty() {
-            bail!("bench read: no job read {}", work.display());
-        }
-        let (mut b, mut secs, mut d, mut q) = (0u64, 0f64, 0u64, 0u64);
-        for j in &jobs {
-            let it = &j["iterations"][0];
-            b += u(it, "/bytes");
-            q += u(it, "/requests");
-            secs += it["seconds"].as_f64().unwrap_or(0.0);
-            d += u(it, "/device/reads");
-        }
-        bytes = b;
-        requests = q;
-        reads.push(d as f64);
-        mbps.push(if secs > 0.0 {
-            b as f64 / secs / 1e6
-        } else {
-            0.0
-        });
-        if k == 0 {
-            predicted = jobs
-                .iter()
-                .map(|j| j.pointer("/layout/split").and_then(Value::as_u64))
-                .sum();
-        }
-    }
-    Ok(WorkloadFigures {
-        iterations: rounds.len(),
-        bytes,
-        requests,
-        device_reads: crate::stats::mean(&reads),
-        predicted_device_reads: predicted,
-        mb_per_s: crate::stats::trimmed_mean(&mbps),
-        mb_per_s_cov: crate::stats::cov(&mbps),
-        mb_per_s_each: mbps,
     })
 }
 
-/// Run a defragmenter on `mp` with the device's counters read around it (sync before
-/// and after, as `fragkit bench writes` does; the report shows it as that command).
-fn counted(
-    r: &mut Runner,
-    name: &str,
-    mp: &Path,
-    program: &str,
-    args: &[String],
-    fragkit_output: Option<&str>,
-) -> Result<DefragFigures> {
-    let device = BlockDevice::for_path(mp)?;
-    nix::unistd::sync();
-    let before = device.stats()?;
-    let t = Instant::now();
-    let text = match fragkit_output {
-        Some(file) => r.fragkit_report(name, args, Some(file))?,
-        None => r.tool_output(name, program, args, &format!("{program}.out"))?,
-    };
-    let seconds = t.elapsed().as_secs_f64();
-    nix::unistd::sync();
-    let delta: DeviceDelta = before.delta(&device.stats()?);
-    // Show the step as the command that reproduces these figures.
-    let var = mp_var(&r.variables(), mp);
-    if let Some(step) = r.steps.last_mut() {
-        step.command = format!(
-            "fragkit bench writes --path \"${{{var}}}\" -- {}",
-            step.command
-        );
-    }
-    let (planned, moved, ranges, failures, declined, worse) = if fragkit_output.is_some() {
-        let v = json(name, &text)?;
-        let sm = &v["summary"];
-        (
-            Some(u(sm, "/bytes_planned")),
-            Some(u(sm, "/bytes_moved")),
-            Some(u(sm, "/ranges_moved")),
-            Some(u(sm, "/verify_failures")),
-            fragkit_declined(&v),
-            Some(u(sm, "/files_worse")),
-        )
-    } else {
-        let log = r
-            .steps
-            .last()
-            .map(|s| std::fs::read_to_string(r.out().join(&s.log)).unwrap_or_default())
-            .unwrap_or_default();
-        (
-            None,
-            None,
-            None,
-            None,
-            tool_declined(&format!("{text}\n{log}")),
-            None,
-        )
-    };
-    if failures.is_some_and(|f| f > 0) {
-        bail!(
-            "{name}: {} ranges failed verification",
-            failures.unwrap_or(0)
-        );
-    }
-    Ok(DefragFigures {
-        bytes_planned: planned,
-        bytes_moved: moved,
-        ranges_moved: ranges,
-        verify_failures: failures,
-        seconds,
-        device_bytes_written: delta.write_bytes,
-        device_write_requests: delta.writes,
-        device_bytes_read: delta.read_bytes,
-        declined,
-        files_worse: worse,
-    })
-}
-
-fn mp_var(vars: &[(String, PathBuf)], mp: &Path) -> String {
-    vars.iter()
-        .find(|(_, p)| p == mp)
-        .map(|(n, _)| n.clone())
-        .unwrap_or_else(|| "MP".into())
-}
-
-fn file_rows(out: &Path, names: &[String], methods: &[MethodResult]) -> Vec<FileRow> {
-    let scans: Vec<BTreeMap<String, (u64, u64)>> = methods
-        .iter()
-        .map(|m| {
-            let path = out.join(format!("data/scan-{}.json", m.name));
-            let v: Value = fs::read_to_string(path)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or(Value::Null);
-            v["files"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|f| {
-                    let name = Path::new(f["path"].as_str()?).file_name()?;
-                    Some((
-                        name.to_string_lossy().into_owned(),
-                        (u(f, "/fragments"), u(f, "/size")),
-                    ))
-                })
-                .collect()
-        })
-        .collect();
-    names
-        .iter()
-        .map(|n| FileRow {
-            file: n.clone(),
-            size: scans
-                .first()
-                .and_then(|s| s.get(n))
-                .map_or(0, |&(_, size)| size),
-            fragments: scans
-                .iter()
-                .map(|s| s.get(n).map_or(0, |&(f, _)| f))
-                .collect(),
-        })
-        .collect()
-}
-
-fn headline(methods: &[MethodResult]) -> Headline {
-    let written = |name: &str| {
-        methods
-            .iter()
-            .find(|m| m.name == name)
-            .and_then(|m| m.defrag.as_ref())
-            .map(|d| d.device_bytes_written)
-    };
-    let pick = written("pick").or_else(|| written("bypass")).unwrap_or(0);
-    let full = written("full").unwrap_or(0);
-    let before = &methods[0].workload;
-    let mut requests_after = BTreeMap::new();
-    let mut mb_per_s_after = BTreeMap::new();
-    for m in &methods[1..] {
-        if before.device_reads > 0.0 {
-            requests_after.insert(
-                m.name.clone(),
-                m.workload.device_reads / before.device_reads,
-            );
-        }
-        if before.mb_per_s > 0.0 {
-            mb_per_s_after.insert(m.name.clone(), m.workload.mb_per_s / before.mb_per_s);
-        }
-    }
-    Headline {
-        pick_written_vs_full: if full > 0 {
-            pick as f64 / full as f64
-        } else {
-            0.0
-        },
-        requests_after,
-        mb_per_s_after,
-    }
-}
-
-/// The synthetic report without its per-file histograms (the data file keeps them).
-fn strip_synthetic(mut v: Value) -> Value {
-    for f in v["files"].as_array_mut().into_iter().flatten() {
-        if let Some(o) = f.as_object_mut() {
-            o.remove("frag_sizes");
-            o.remove("frag_distances");
-        }
-    }
-    v
-}
-
-fn machine(base_info: &Value) -> Machine {
+fn machine(image_dir: &Path) -> Machine {
     let uts = nix::sys::utsname::uname().ok();
     let field =
         |f: &dyn Fn(&nix::sys::utsname::UtsName) -> String| uts.as_ref().map(f).unwrap_or_default();
@@ -1192,11 +594,7 @@ fn machine(base_info: &Value) -> Machine {
         })
         .unwrap_or(0)
         * 1024;
-    let image_dir = base_info["dir"]
-        .as_str()
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let image_store = fs::File::open(&image_dir)
+    let image_store = fs::File::open(image_dir)
         .and_then(|d| crate::sys::fsinfo::FsInfo::of_fd(std::os::fd::AsFd::as_fd(&d)))
         .map_or_else(|_| "unknown".into(), |i| i.type_name());
     Machine {

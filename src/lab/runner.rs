@@ -229,11 +229,6 @@ impl Runner {
     }
 }
 
-/// Parse a step's JSON stdout, naming the step when it is not JSON.
-pub fn json(step: &str, text: &str) -> Result<serde_json::Value> {
-    serde_json::from_str(text).with_context(|| format!("step '{step}': output is not JSON"))
-}
-
 /// One argument as sh reads it back unchanged: plain words as they are, words holding a
 /// variable's path as "...${NAME}..." with `\ " $ `` escaped in the rest, others in
 /// single quotes (spaces, quotes, `$()`, newlines and all).

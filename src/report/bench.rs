@@ -16,6 +16,9 @@ pub struct BenchJob {
     #[serde(flatten)]
     pub result: JobResult,
     pub layout: Option<LayoutPrediction>,
+    /// `--model`: the job's reads on a modeled SSD (absent without --model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::ssd::layout::ModeledReads>,
 }
 
 #[derive(Serialize)]
@@ -183,6 +186,19 @@ pub fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
                 l.split,
                 l.ideal,
                 if seen.is_empty() { "-".to_string() } else { seen.join(", ") }
+            )?;
+        }
+        if let Some(m) = &job.model {
+            writeln!(
+                w,
+                "  modeled on {}: {:.1} MB/s (real: {:.1}), {} die collisions in {} of {} requests, {} device reads (first measured iteration; mapping: the file's FIEMAP in physical order, as if the device saw the blocks written in address order)",
+                m.model,
+                m.mb_s,
+                j.mb_per_s.trimmed_mean,
+                m.collisions,
+                m.collided_requests,
+                j.iterations.first().map_or(0, |i| i.requests),
+                m.device_reads
             )?;
         }
     }

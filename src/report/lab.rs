@@ -122,6 +122,112 @@ fn pct_change(after: f64, before: f64) -> String {
     format!("{}{c:.1}%", if c > 0.0 { "+" } else { "" })
 }
 
+/// The modeled NVMe columns of a method: MB/s and die collisions ("–" without a model).
+fn modeled_cells(m: &MethodResult) -> (String, String) {
+    m.workload.modeled.as_ref().map_or_else(
+        || ("–".into(), "–".into()),
+        |x| (format!("{:.0}", x.mb_s), x.collisions.to_string()),
+    )
+}
+
+/// What the fragmentation costs on the modeled NVMe (one sentence), then one sentence per
+/// defragmenter: what it bought against each mechanism, or why it did not help.
+pub fn modeled_verdicts(methods: &[MethodResult]) -> Vec<String> {
+    let Some((first, rest)) = methods.split_first() else {
+        return Vec::new();
+    };
+    let Some(b) = &first.workload.modeled else {
+        return Vec::new();
+    };
+    let requests = first.workload.requests;
+    let extra = |d: u64| d.saturating_sub(requests);
+    let share = |part: u64, of: u64| {
+        if of == 0 {
+            0.0
+        } else {
+            part as f64 / of as f64
+        }
+    };
+    let split = share(extra(b.device_reads), requests);
+    let collided = share(b.collisions, b.page_reads);
+    let mechanism = match (split > 0.0, collided > 0.0) {
+        (false, false) => "neither request splitting nor die collisions".to_string(),
+        _ if split >= collided => "request splitting more than die collisions".to_string(),
+        _ => "die collisions more than request splitting".to_string(),
+    };
+    let mut out = vec![format!(
+        "On the modeled {} NVMe ({} dies, deterministic) the fragmented files cost {mechanism}: the workload's {requests} requests became {} device reads (+{:.0}%: splitting) and put {} of {} flash page reads on a die the same request already used ({:.0}%: collisions); modeled {:.0} MB/s.",
+        b.model,
+        crate::ssd::Params::parse(&b.model).map_or(0, |p| p.dies()),
+        b.device_reads,
+        split * 100.0,
+        b.collisions,
+        b.page_reads,
+        collided * 100.0,
+        b.mb_s
+    )];
+    let cut = |before: u64, after: u64| {
+        if after > before {
+            format!("{} more", after - before)
+        } else if before == 0 {
+            "none to cut".to_string()
+        } else {
+            format!("{:.0}% cut", (1.0 - after as f64 / before as f64) * 100.0)
+        }
+    };
+    for m in rest {
+        let Some(a) = &m.workload.modeled else {
+            continue;
+        };
+        let speed = if b.mb_s > 0.0 { a.mb_s / b.mb_s } else { 0.0 };
+        let head = format!(
+            "{} on the modeled NVMe: {:.0} → {:.0} MB/s (×{speed:.2}); splitting {} → {} extra device reads ({}), collisions {} → {} ({})",
+            m.name,
+            b.mb_s,
+            a.mb_s,
+            extra(b.device_reads),
+            extra(a.device_reads),
+            cut(extra(b.device_reads), extra(a.device_reads)),
+            b.collisions,
+            a.collisions,
+            cut(b.collisions, a.collisions),
+        );
+        let why = if speed > 1.01 {
+            String::new()
+        } else {
+            let declined = m
+                .defrag
+                .as_ref()
+                .and_then(|d| d.declined.as_deref())
+                .map(|w| format!(" (it declined: {w})"))
+                .unwrap_or_default();
+            let reason = if a.collisions > b.collisions {
+                format!(
+                    "{}its new places put {} more pages on a die the same request already used",
+                    if a.device_reads < b.device_reads {
+                        "it joined pieces, but "
+                    } else {
+                        ""
+                    },
+                    a.collisions - b.collisions
+                )
+            } else if a.device_reads > b.device_reads {
+                format!(
+                    "its layout splits the requests into {} more device reads",
+                    a.device_reads - b.device_reads
+                )
+            } else if a.device_reads == b.device_reads && a.collisions == b.collisions {
+                format!("its layout leaves the workload's requests as split and as collided as before{declined}")
+            } else {
+                "what it changed was not what limits the modeled read (the remaining die collisions and reads set the time)".to_string()
+            };
+            format!(". It does not help on the modeled device: {reason}")
+        };
+        out.push(format!("{head}{why}."));
+    }
+    out
+}
+
 /// One sentence per defragmenter: what it cost and what it bought.
 pub fn verdicts(r: &LabReport) -> Vec<String> {
     let before = &r.methods[0];
@@ -218,7 +324,7 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
         r.seconds
     );
     h.push_str("<div class=\"verdict\">\n");
-    for v in verdicts(r) {
+    for v in verdicts(r).into_iter().chain(modeled_verdicts(&r.methods)) {
         let _ = writeln!(h, "<p>{}</p>", esc(&v));
     }
     h.push_str("</div>\n");
@@ -232,13 +338,13 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
     );
     let _ = writeln!(
         h,
-        "<table><tr><th class=\"l\">method</th><th class=\"l\">what it moves</th><th>device bytes written</th><th>write requests</th><th>defrag time</th><th>fragments</th><th>extra requests at {rs}</th><th>workload device reads</th><th>predicted</th><th>MB/s</th><th>CoV</th><th>speed-up, paired</th></tr>"
+        "<table><tr><th class=\"l\">method</th><th class=\"l\">what it moves</th><th>device bytes written</th><th>write requests</th><th>defrag time</th><th>fragments</th><th>extra requests at {rs}</th><th>workload device reads</th><th>predicted</th><th>MB/s</th><th>CoV</th><th>speed-up, paired</th><th>modeled NVMe MB/s</th><th>die collisions</th></tr>"
     );
     for m in &r.methods {
         let d = m.defrag.as_ref();
         let _ = writeln!(
             h,
-            "<tr><td class=\"l\"><b>{}</b></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.1}</td><td>{:.1}%</td><td>{}</td></tr>",
+            "<tr><td class=\"l\"><b>{}</b></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.1}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&m.name),
             esc(&m.description),
             d.map_or("–".into(), |d| HumanBytes(d.device_bytes_written).to_string()),
@@ -252,13 +358,15 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
                 .map_or("–".into(), |p| p.to_string()),
             m.workload.mb_per_s,
             m.workload.mb_per_s_cov * 100.0,
-            m.speedup.map_or("–".into(), |x| format!("×{x:.2}"))
+            m.speedup.map_or("–".into(), |x| format!("×{x:.2}")),
+            modeled_cells(m).0,
+            modeled_cells(m).1,
         );
     }
     h.push_str("</table>\n");
     let _ = writeln!(
         h,
-        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model (S(R) summed over the workload's requests) from FIEMAP; it should equal the device reads. The workload ran in {} rounds, each reading an untouched clone and every defragmented clone once (order rotating, page cache dropped before each); MB/s is the trimmed mean over rounds, the speed-up the median of each round's ratio to the untouched clone.</p>",
+        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model (S(R) summed over the workload's requests) from FIEMAP; it should equal the device reads. The workload ran in {} rounds, each reading an untouched clone and every defragmented clone once (order rotating, page cache dropped before each); MB/s is the trimmed mean over rounds, the speed-up the median of each round's ratio to the untouched clone. MB/s on RAM-backed loop devices is noisy (see the notes); the modeled NVMe columns are not: <code>bench read --model fast24</code> replays the same requests on FAST'24's emulated SSD (8 dies, write-order FTL; see docs/ssd.md), the device's mapping built from the files' FIEMAP in physical order, so equal layouts give equal figures in every round. A die collision is a flash page a request puts on a die that another page of the same request already uses, beyond an even spread over the dies.</p>",
         r.iterations
     );
 
@@ -296,49 +404,49 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
 
     h.push_str("<h2>How it was fragmented</h2>\n<dl>\n");
     let paf = &r.scratch.paf;
+    let g0 = paf.generations.first();
     let _ = writeln!(
         h,
         "<dt>PaF structure</dt><dd><code>{}</code>: filled to {:.1}% with {} files, deleted {} at random, leaving {:.1}% used in small holes</dd>",
-        esc(paf["spec"].as_str().unwrap_or("")),
-        paf.pointer("/generations/0/used_pct_after_fill").and_then(|v| v.as_f64()).unwrap_or(0.0),
-        paf.pointer("/generations/0/files_written").and_then(|v| v.as_u64()).unwrap_or(0),
-        paf.pointer("/generations/0/files_deleted").and_then(|v| v.as_u64()).unwrap_or(0),
-        paf.pointer("/generations/0/used_pct_after_delete").and_then(|v| v.as_f64()).unwrap_or(0.0),
+        esc(&paf.spec),
+        g0.map_or(0.0, |g| g.used_pct_after_fill),
+        g0.map_or(0, |g| g.files_written),
+        g0.map_or(0, |g| g.files_deleted),
+        g0.map_or(0.0, |g| g.used_pct_after_delete),
     );
     let syn = &r.scratch.synthetic;
     let _ = writeln!(
         h,
         "<dt>FragPicker synthetic</dt><dd>{} files grown round-robin in 4 KiB O_DIRECT appends (32 small + one 128 KiB per round, {} rounds): {} fragments in all; {:.0} per file achieved, {} expected from perfect interleaving{}</dd>",
         r.files,
-        syn["rounds"].as_u64().unwrap_or(0),
-        syn["fragments"].as_u64().unwrap_or(0),
-        syn["achieved_fragments_per_file"].as_f64().unwrap_or(0.0),
-        syn["expected_fragments_per_file"].as_u64().unwrap_or(0),
-        match syn.pointer("/fragmentor/ran").and_then(serde_json::Value::as_bool) {
-            Some(true) => format!(
+        syn.rounds,
+        syn.fragments,
+        syn.achieved_fragments_per_file,
+        syn.expected_fragments_per_file,
+        if syn.fragmentor.ran {
+            format!(
                 " (after the fragmentor: {} pieces relocated with EXT4_IOC_MOVE_EXT, {} fragments before it)",
-                syn.pointer("/fragmentor/pieces_moved").and_then(serde_json::Value::as_u64).unwrap_or(0),
-                syn.pointer("/fragmentor/fragments_before").and_then(serde_json::Value::as_u64).unwrap_or(0)
-            ),
-            _ => String::new(),
+                syn.fragmentor.pieces_moved, syn.fragmentor.fragments_before
+            )
+        } else {
+            String::new()
         }
     );
     if let Some(free) = &r.scratch.free_space {
-        let bs = free["block_size"].as_u64().unwrap_or(4096);
+        let bs = free.block_size;
         let _ = writeln!(
             h,
             "<dt>free space (before the defragmenters)</dt><dd>{} free extents, largest {}, mean {}</dd>",
-            free["free_extents"].as_u64().unwrap_or(0),
-            HumanBytes(free["max_free_extent_blocks"].as_u64().unwrap_or(0) * bs),
-            HumanBytes((free["mean_free_extent_blocks_exact"].as_f64().unwrap_or(0.0) * bs as f64) as u64),
+            free.free_extents,
+            HumanBytes(free.max_free_extent_blocks * bs),
+            HumanBytes((free.mean_free_extent_blocks_exact * bs as f64) as u64),
         );
     }
     if let Some(t) = &r.trace {
         let _ = writeln!(
             h,
             "<dt>trace</dt><dd>{} events, {} dropped; pick migrated only the ranges the traced workload touched</dd>",
-            t["events"].as_u64().unwrap_or(0),
-            t["dropped"].as_u64().unwrap_or(0)
+            t.events, t.dropped
         );
     }
     h.push_str("</dl>\n");
@@ -443,13 +551,20 @@ pub fn write_summary(w: &mut dyn std::io::Write, r: &LabReport, out: &Path) -> s
     )?;
     writeln!(
         w,
-        "{:<10} {:>12} {:>10} {:>10} {:>14} {:>10}",
-        "method", "written", "fragments", "extra", "device reads", "MB/s"
+        "{:<10} {:>12} {:>10} {:>10} {:>14} {:>10} {:>10} {:>10}",
+        "method",
+        "written",
+        "fragments",
+        "extra",
+        "device reads",
+        "MB/s",
+        "NVMe MB/s",
+        "collisions"
     )?;
     for m in &r.methods {
         writeln!(
             w,
-            "{:<10} {:>12} {:>10} {:>10} {:>14.0} {:>10.1}",
+            "{:<10} {:>12} {:>10} {:>10} {:>14.0} {:>10.1} {:>10} {:>10}",
             m.name,
             m.defrag
                 .as_ref()
@@ -458,30 +573,84 @@ pub fn write_summary(w: &mut dyn std::io::Write, r: &LabReport, out: &Path) -> s
             m.layout.fragments,
             m.layout.extra,
             m.workload.device_reads,
-            m.workload.mb_per_s
+            m.workload.mb_per_s,
+            modeled_cells(m).0,
+            modeled_cells(m).1,
         )?;
     }
     let syn = &r.scratch.synthetic;
     writeln!(
         w,
         "synthetic files: {:.0} fragments per file achieved, {} expected{}",
-        syn["achieved_fragments_per_file"].as_f64().unwrap_or(0.0),
-        syn["expected_fragments_per_file"].as_u64().unwrap_or(0),
-        if syn
-            .pointer("/fragmentor/ran")
-            .and_then(serde_json::Value::as_bool)
-            == Some(true)
-        {
+        syn.achieved_fragments_per_file,
+        syn.expected_fragments_per_file,
+        if syn.fragmentor.ran {
             " (with the ext4 fragmentor)"
         } else {
             ""
         }
     )?;
-    for v in verdicts(r) {
+    for v in verdicts(r).into_iter().chain(modeled_verdicts(&r.methods)) {
         writeln!(w, "{v}")?;
     }
     for n in &r.notes {
         writeln!(w, "note: {n}")?;
     }
     writeln!(w, "report: {}", out.join("report.html").display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::{DefragFigures, LayoutFigures, ModeledFigures, WorkloadFigures};
+
+    fn method(name: &str, reads: u64, collisions: u64, mb_s: f64) -> MethodResult {
+        MethodResult {
+            name: name.into(),
+            description: String::new(),
+            mountpoint: "/m".into(),
+            defrag: (name != "before").then(DefragFigures::default),
+            layout: LayoutFigures::default(),
+            workload: WorkloadFigures {
+                requests: 100,
+                modeled: Some(ModeledFigures {
+                    model: "fast24".into(),
+                    device_reads: reads,
+                    collisions,
+                    page_reads: 400,
+                    mb_s,
+                    ..ModeledFigures::default()
+                }),
+                ..WorkloadFigures::default()
+            },
+            speedup: None,
+            speedup_each: Vec::new(),
+            map: String::new(),
+        }
+    }
+
+    #[test]
+    fn modeled_story_names_the_mechanism_and_what_each_method_bought() {
+        let v = modeled_verdicts(&[
+            method("before", 300, 40, 500.0),
+            method("pick", 100, 40, 900.0),
+            method("full", 300, 60, 450.0),
+        ]);
+        assert_eq!(v.len(), 3, "{v:?}");
+        // 200 extra reads per 100 requests against 10% of pages collided: splitting.
+        assert!(v[0].contains("fast24 NVMe (8 dies"), "{}", v[0]);
+        assert!(v[0].contains("request splitting more than die collisions"));
+        assert!(
+            v[1].contains("splitting 200 → 0 extra device reads (100% cut)"),
+            "{}",
+            v[1]
+        );
+        assert!(!v[1].contains("does not help"));
+        assert!(v[2].contains("does not help"), "{}", v[2]);
+        assert!(v[2].contains("20 more pages"), "{}", v[2]);
+        // No model figures (an older report): no modeled sentences.
+        let mut m = method("before", 1, 1, 1.0);
+        m.workload.modeled = None;
+        assert!(modeled_verdicts(&[m]).is_empty());
+    }
 }

@@ -53,6 +53,27 @@ pub fn write_summary(w: &mut dyn Write, s: &Summary, top: usize) -> io::Result<(
         "{} calls traced, {} dropped; fragmentation cost the traced accesses {} extra requests",
         s.events, s.dropped, extra
     )?;
+    if let Some(model) = &s.model {
+        let (now, ideal) = s
+            .ranges
+            .iter()
+            .filter_map(|r| {
+                let n = r.reads + r.writes;
+                Some((r.modeled_ns_per_access? * n, r.modeled_contiguous_ns? * n))
+            })
+            .fold((0u64, 0u64), |a, b| (a.0 + b.0, a.1 + b.1));
+        writeln!(
+            w,
+            "modeled on {model} (each access a sequential read of its range in R-sized requests, mapping from FIEMAP in physical order): {:.3} ms now, {:.3} ms if the files were contiguous ({})",
+            now as f64 / 1e6,
+            ideal as f64 / 1e6,
+            if ideal > 0 {
+                format!("×{:.2}", now as f64 / ideal as f64)
+            } else {
+                "–".into()
+            }
+        )?;
+    }
     writeln!(
         w,
         "not traced (missing from these counts): {}",

@@ -10,6 +10,7 @@
 //! Not modelled: garbage collection, write-buffer capacity, read caching, read disturb,
 //! wear, multi-plane operations, LSB/MSB latency spread (the mean is used).
 
+pub mod layout;
 pub mod model;
 pub mod params;
 pub mod trace;

@@ -86,6 +86,15 @@ pub struct Extent {
 }
 
 impl Extent {
+    /// A written, located extent with no flags (tests and synthetic layouts).
+    pub fn plain(logical: u64, physical: u64, length: u64) -> Extent {
+        Extent {
+            logical,
+            physical,
+            length,
+            flags: ExtentFlags(0),
+        }
+    }
     pub fn logical_end(&self) -> u64 {
         self.logical.saturating_add(self.length)
     }

@@ -17,6 +17,9 @@ pub struct Summary {
     pub request_size: u64,
     /// I/O paths the tracer does not see (mmap, io_uring, AIO, ...): missing from the counts.
     pub not_traced: &'static str,
+    /// `--model`: the modeled SSD the ranges' access times are on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Hottest first.
     pub ranges: Vec<SummaryRange>,
 }
@@ -33,13 +36,27 @@ pub struct SummaryRange {
     /// S(R) − I(R) for reading just this range: device requests each access spends
     /// because of fragmentation.
     pub extra_requests_per_access: Option<u64>,
+    /// `--model`: modeled time of one sequential read of the range in R-sized requests
+    /// on the layout now, and on a contiguous layout (ns; see `ssd::layout::access_cost`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modeled_ns_per_access: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modeled_contiguous_ns: Option<u64>,
 }
 
-pub fn summarize(p: &Profile, request_size: u64) -> Summary {
+pub fn summarize(p: &Profile, request_size: u64, model: Option<&crate::ssd::Params>) -> Summary {
     let mut ranges = Vec::new();
     for f in &p.files {
-        let runs = map_path(&f.path, false).ok().map(|s| s.layout.data_runs());
+        let layout = map_path(&f.path, false).ok().map(|s| s.layout);
+        let runs = layout.as_ref().map(|l| l.data_runs());
         for r in &f.ranges {
+            let modeled = match (model, &layout) {
+                (Some(m), Some(l)) => {
+                    crate::ssd::layout::access_cost(m, &l.extents, r.offset, r.length, request_size)
+                        .ok()
+                }
+                _ => None,
+            };
             let (fragments, extra) = match &runs {
                 Some(runs) => {
                     let touched = runs
@@ -59,6 +76,8 @@ pub fn summarize(p: &Profile, request_size: u64) -> Summary {
                 writes: r.writes,
                 fragments,
                 extra_requests_per_access: extra,
+                modeled_ns_per_access: modeled.map(|m| m.0),
+                modeled_contiguous_ns: modeled.map(|m| m.1),
             });
         }
     }
@@ -80,6 +99,7 @@ pub fn summarize(p: &Profile, request_size: u64) -> Summary {
         dropped: p.dropped,
         request_size,
         not_traced: super::NOT_TRACED,
+        model: model.map(|m| m.name.clone()),
         ranges,
     }
 }
