@@ -621,7 +621,8 @@ fn migrate_one(ctx: &MoveCtx<'_>, offset: u64, length: u64) -> (RangeResult, Opt
         r.skip = Some(why.kind);
         (r, None)
     };
-    let extents = match fiemap::read_extents(std::os::fd::AsFd::as_fd(file), false) {
+    let (lo, hi) = migrate::judged_span(offset, length, ctx.request_size, ctx.block_size);
+    let extents = match fiemap::read_extents_span(std::os::fd::AsFd::as_fd(file), false, lo, hi) {
         Ok(e) => e,
         Err(e) => return fail(res, e.to_string()),
     };
@@ -649,11 +650,13 @@ fn migrate_one(ctx: &MoveCtx<'_>, offset: u64, length: u64) -> (RangeResult, Opt
     // mtime/ctime change with writes, not with a migration of unchanged data.
     let stamp_before = stamp(file);
     let before = if ctx.verify {
-        match verify::hash_range(file, offset, length) {
+        match verify::hash_before(file, offset, length) {
             Ok(h) => Some(h),
             Err(e) => return fail(res, format!("reading before migration: {e}")),
         }
     } else {
+        // The migration reads the range anyway: ask for all of it at once.
+        verify::prefetch(file, offset, length);
         None
     };
     let target = Target {

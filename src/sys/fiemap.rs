@@ -209,13 +209,37 @@ pub fn read_extents_into(
     sync: bool,
     out: &mut Vec<Extent>,
 ) -> Result<(), FiemapError> {
+    read_span_into(fd, sync, 0, u64::MAX, out)
+}
+
+/// The extents overlapping [start, end) only (the first and last may reach beyond it).
+/// Defrag maps each range's neighbourhood this way: mapping a whole 17k-extent file per
+/// 128 KiB range made the planner quadratic (75k FIEMAP calls for 2048 ranges).
+/// `sync` as in [`read_extents`] (btrfs also waits for ordered extents to complete).
+pub fn read_extents_span(
+    fd: BorrowedFd<'_>,
+    sync: bool,
+    start: u64,
+    end: u64,
+) -> Result<Vec<Extent>, FiemapError> {
+    let mut out = Vec::new();
+    read_span_into(fd, sync, start, end, &mut out)?;
+    Ok(out)
+}
+
+fn read_span_into(
+    fd: BorrowedFd<'_>,
+    sync: bool,
+    mut start: u64,
+    end: u64,
+    out: &mut Vec<Extent>,
+) -> Result<(), FiemapError> {
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
-        let mut start = 0u64;
         loop {
             buf.header = FiemapHeader {
                 fm_start: start,
-                fm_length: u64::MAX - start,
+                fm_length: end.saturating_sub(start).max(1),
                 fm_flags: if sync { FIEMAP_FLAG_SYNC } else { 0 },
                 fm_mapped_extents: 0,
                 fm_extent_count: EXTENTS_PER_CALL as u32,
@@ -256,7 +280,7 @@ pub fn read_extents_into(
             }
             let tail = &buf.extents[n - 1];
             let next = tail.fe_logical.saturating_add(tail.fe_length);
-            if next <= start {
+            if next <= start || next >= end {
                 // A zero-length record would loop forever; the map is as complete as it gets.
                 return Ok(());
             }

@@ -242,7 +242,10 @@ pub fn donor_for(
 /// The judgement of a move the kernel placed itself (btrfs, f2fs, rewrite): the file's
 /// extents now against `t.extents` from before it.
 pub fn judge_result(t: &Target<'_>, offset: u64, length: u64) -> Result<Judgement> {
-    let now = fiemap::read_extents(t.file.as_fd(), false)?;
+    let (lo, hi) = judged_span(offset, length, t.request_size, t.block_size);
+    // FIEMAP_FLAG_SYNC: the new extents have their addresses only once written back (on
+    // btrfs also once their ordered extents completed); this waits for that, no commit.
+    let now = fiemap::read_extents_span(t.file.as_fd(), true, lo, hi)?;
     Ok(judge(
         t.extents,
         &now,
@@ -251,6 +254,17 @@ pub fn judge_result(t: &Target<'_>, offset: u64, length: u64) -> Result<Judgemen
         t.block_size,
         t.request_size,
     ))
+}
+
+/// The part of a file [`judge`] looks at for a range: the R-windows it touches and a block
+/// either side; mapping only this keeps defrag linear in a file's extents.
+pub fn judged_span(offset: u64, length: u64, request_size: u64, block_size: u64) -> (u64, u64) {
+    let r = request_size.max(1);
+    let end = offset + length;
+    (
+        (offset - offset % r).saturating_sub(block_size),
+        end.div_ceil(r).saturating_mul(r).saturating_add(block_size),
+    )
 }
 
 /// Fragments of [offset, offset+length) in an extent list (clipped to the range).
