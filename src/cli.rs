@@ -153,6 +153,11 @@ pub struct ScanArgs {
     /// Worker threads [default: number of CPUs]
     #[arg(long, short = 'j', value_name = "N")]
     pub threads: Option<usize>,
+    /// Also each file's modeled sequential read (in requests of the first R, one at a
+    /// time) on an SSD (fast24, nvme-a, nvme-b, sata-a, sata-b, or g,S; see `fragkit
+    /// ssd`): time now, time if contiguous, die collisions
+    #[arg(long, value_name = "PRESET|g,S")]
+    pub model: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

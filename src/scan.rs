@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::layout::walk::{self, PathError, Root, ScannedFile, WalkCounts, WalkOptions, WalkStats};
 use crate::metrics::{FileMetrics, SetMetrics};
+use crate::ssd::layout::FileCost;
 
 /// The default request size R: FragPicker's and most readahead windows' 128 KiB.
 pub const DEFAULT_REQUEST_SIZE: u64 = 128 * 1024;
@@ -14,6 +15,8 @@ pub const DEFAULT_REQUEST_SIZE: u64 = 128 * 1024;
 pub struct FileEntry {
     pub file: ScannedFile,
     pub metrics: FileMetrics,
+    /// `scan --model`: the file's sequential read on the modeled SSD.
+    pub model: Option<FileCost>,
 }
 
 #[derive(Debug)]
@@ -60,6 +63,40 @@ pub fn worst_first(a: &Worst, b: &Worst) -> Ordering {
                 .as_bytes()
                 .cmp(b.path.as_os_str().as_bytes()),
         )
+}
+
+/// A file in a summary's list of the worst files by modeled read time (`scan --model`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelWorst {
+    pub path: PathBuf,
+    pub cost: FileCost,
+}
+
+impl ModelWorst {
+    /// The entry for a file whose modeled read is slower than its contiguous self.
+    pub fn of(f: &FileEntry) -> Option<ModelWorst> {
+        let cost = f.model?;
+        (cost.read_ns > cost.contiguous_ns).then(|| ModelWorst {
+            path: f.file.path.clone(),
+            cost,
+        })
+    }
+
+    /// Modeled time fragmentation adds to one sequential read of the file.
+    pub fn excess_ns(&self) -> u64 {
+        self.cost.read_ns - self.cost.contiguous_ns
+    }
+}
+
+/// Most modeled time added by fragmentation first, then path bytes.
+pub fn model_worst_first(a: &ModelWorst, b: &ModelWorst) -> Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    b.excess_ns().cmp(&a.excess_ns()).then(
+        a.path
+            .as_os_str()
+            .as_bytes()
+            .cmp(b.path.as_os_str().as_bytes()),
+    )
 }
 
 /// A comparison held by [`TopN`].
@@ -116,7 +153,11 @@ pub fn scan_roots(
     // In walk order (roots as given, then path order), whatever the thread count.
     let map = |b: &mut Vec<FileEntry>, f: ScannedFile| {
         let metrics = FileMetrics::compute(&f.layout, request_sizes);
-        b.push(FileEntry { file: f, metrics });
+        b.push(FileEntry {
+            file: f,
+            metrics,
+            model: None,
+        });
     };
     let mut sink = |b: Vec<FileEntry>| {
         files.extend(b);

@@ -18,22 +18,7 @@ fn hypothetical_worst_append_gives_256_fragments_on_ext4_nodelalloc() {
     let mut spec = ScratchSpec::new(FsType::Ext4, 256 << 20);
     spec.mount_options = Some("nodelalloc".into());
     let s = Scratch::create(&spec).unwrap();
-    let r = build(&HypotheticalSpec {
-        path: s.mountpoint().join("T0"),
-        mode: HypotheticalMode::Append,
-        pattern: HypotheticalPattern::Worst,
-        chunk: 32 << 10,
-        stripe: 256 << 10,
-        size: 8 << 20,
-        direct: false,
-        tune: true,
-        keep_dummies: false,
-        seed: 1,
-        layout: HypotheticalLayout::Ideal,
-        approach: false,
-        read_back: false,
-    })
-    .unwrap();
+    let r = build(&hypothetical_worst_ideal(s.mountpoint().join("T0"))).unwrap();
     assert_eq!(r.chunks, 256);
     assert_eq!(r.achieved.size, 8 << 20);
     assert_eq!(r.achieved.fragments, 256, "{:?}", r.achieved.frag_sizes);

@@ -384,3 +384,79 @@ fn streamed_listing_is_in_path_order() {
     assert_eq!(first(&top, 7), first(&all, 7));
     assert_eq!(top["summary"], all["summary"]);
 }
+
+/// `scan --model`: a file built as FAST'24's worst case (32 KiB chunks S = 256 KiB apart,
+/// every chunk on one die of the fast24 device) reads far slower on the model than its
+/// contiguous self, a contiguous file does not, and --model only adds fields: without it
+/// the output is what it was. Bad --model values: one-line errors.
+#[test]
+fn scan_model_sees_the_fast24_worst_case() {
+    use fragkit::age::hypothetical::build;
+    use fragkit::scratch::{Scratch, ScratchSpec};
+    require_root();
+    let mut spec = ScratchSpec::new(FsType::Ext4, 256 << 20);
+    spec.mount_options = Some("nodelalloc".into());
+    let s = Scratch::create(&spec).unwrap();
+    let worst = s.mountpoint().join("worst");
+    let r = build(&hypothetical_worst_ideal(worst.clone())).unwrap();
+    assert_eq!(r.achieved.fragments, 256);
+    let contiguous = s.mountpoint().join("contiguous");
+    write_file(&contiguous, 8 << 20, 1);
+    let dir = s.mountpoint().to_str().unwrap();
+
+    let doc = fragkit_json(&["scan", dir, "--model", "fast24", "--format", "json"]);
+    let file = |name: &str| {
+        doc["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(name))
+            .unwrap()
+            .clone()
+    };
+    let (w, c) = (
+        file("/worst")["model"].clone(),
+        file("/contiguous")["model"].clone(),
+    );
+    let ratio = |m: &Value| m["ratio"].as_f64().unwrap();
+    assert!(ratio(&w) > 2.0, "worst case: {w}");
+    assert_eq!(c["read_ns"], c["contiguous_ns"], "{c}");
+    assert_eq!(c["collisions"], 0);
+    assert!(w["collisions"].as_u64().unwrap() > 0, "{w}");
+    let m = &doc["summary"]["model"];
+    assert_eq!(m["name"], "fast24");
+    assert_eq!(m["worst"][0]["path"], worst.to_str().unwrap());
+    assert_eq!(
+        m["read_ns"].as_u64().unwrap(),
+        w["read_ns"].as_u64().unwrap() + c["read_ns"].as_u64().unwrap()
+    );
+
+    // Without --model: no model fields, and everything else as with it.
+    let mut plain = fragkit_json(&["scan", dir, "--format", "json"]);
+    let mut with = doc.clone();
+    for f in with["files"].as_array_mut().unwrap() {
+        assert!(f.as_object_mut().unwrap().remove("model").is_some());
+    }
+    with["summary"].as_object_mut().unwrap().remove("model");
+    for d in [&mut plain, &mut with] {
+        d["summary"]["walk"] = Value::Null;
+    }
+    assert_eq!(plain, with);
+    let csv = fragkit(&["scan", dir, "--model", "sata-a", "--format", "csv"]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",model_device_reads"));
+    let table = fragkit(&["scan", dir, "--model", "32K,256K"]);
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.contains("VS-CONT") && table.contains("modeled    on custom"),
+        "{table}"
+    );
+
+    for bad in ["nope", "0,1M", "32K,100K"] {
+        let e = fragkit_error(&["scan", dir, "--model", bad]);
+        assert!(
+            e.contains(bad.split(',').next().unwrap()) || e.contains("model"),
+            "{e}"
+        );
+    }
+}

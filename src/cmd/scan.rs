@@ -10,7 +10,11 @@ use crate::layout::walk::{self, Root, ScannedFile, WalkOptions, WalkStats};
 use crate::metrics::{FileMetrics, SetMetrics};
 use crate::report::filefrag::filefrag_v;
 use crate::report::scan as out;
-use crate::scan::{worst_first, FileEntry, TopN, Worst, DEFAULT_REQUEST_SIZE, WORST_LISTED};
+use crate::scan::{
+    model_worst_first, worst_first, FileEntry, ModelWorst, TopN, Worst, DEFAULT_REQUEST_SIZE,
+    WORST_LISTED,
+};
+use crate::ssd::layout::FileCost;
 
 /// Exit status: 0 all read, 1 some paths could not be read (reported on stderr and
 /// counted; the rest is still scanned and printed), `--format filefrag` included: its
@@ -37,6 +41,11 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     if let Some(0) = args.threads {
         bail!("--threads 0: expected at least 1 worker thread");
     }
+    // Bad model parameters fail before anything is scanned.
+    let model = match &args.model {
+        Some(m) => Some(super::ssd::model_params(m, None)?),
+        None => None,
+    };
     let opts = WalkOptions {
         one_file_system: !args.cross_mounts,
         sync: args.sync,
@@ -80,9 +89,22 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     let summary_only = args.summary_only;
     let map = |b: &mut Batch, file: ScannedFile| {
         let metrics = FileMetrics::compute(&file.layout, &request_sizes);
-        let entry = FileEntry { file, metrics };
+        // Valid parameters (checked above) cannot fail here.
+        let cost = model.as_ref().and_then(|p| {
+            crate::ssd::layout::file_cost(p, &file.layout.extents, metrics.size, request_sizes[0])
+                .ok()
+        });
+        let entry = FileEntry {
+            file,
+            metrics,
+            model: cost,
+        };
         b.summary.add(&entry.metrics);
         b.worst.extend(Worst::of(&entry));
+        if let Some(c) = &cost {
+            b.model.add(c);
+            b.model_worst.extend(ModelWorst::of(&entry));
+        }
         if summary_only || entry.metrics.fragments < min_fragments {
             return;
         }
@@ -100,6 +122,8 @@ pub fn run(args: ScanArgs) -> Result<i32> {
 
     let mut summary = SetMetrics::new(&request_sizes);
     let mut worst = TopN::new(WORST_LISTED, worst_first);
+    let mut model_total = FileCost::default();
+    let mut model_worst = TopN::new(WORST_LISTED, model_worst_first);
     let mut matching = 0usize;
     let mut written = 0usize;
     let mut seen = 0u64;
@@ -116,13 +140,15 @@ pub fn run(args: ScanArgs) -> Result<i32> {
         if streaming {
             match format {
                 ScanFormat::Json => out::write_json_head(w, &request_sizes)?,
-                ScanFormat::Csv => out::write_csv_header(w, &request_sizes)?,
+                ScanFormat::Csv => out::write_csv_header(w, &request_sizes, model.is_some())?,
                 _ => {}
             }
         }
         let mut sink = |b: Batch| {
             summary.merge(&b.summary);
             b.worst.into_iter().for_each(|x| worst.push(x));
+            model_total.add(&b.model);
+            b.model_worst.into_iter().for_each(|x| model_worst.push(x));
             seen += b.summary.files;
             if seen % 64 < b.summary.files {
                 bar.set_position(seen);
@@ -174,12 +200,20 @@ pub fn run(args: ScanArgs) -> Result<i32> {
             eprintln!("fragkit: {}: {}", e.path.display(), e.message);
         }
         let worst = std::mem::replace(&mut worst, TopN::new(0, worst_first)).into_sorted();
+        let model_worst =
+            std::mem::replace(&mut model_worst, TopN::new(0, model_worst_first)).into_sorted();
         let totals = out::Totals {
             request_sizes: &request_sizes,
             summary: &summary,
             worst: &worst,
             counts: stats.snapshot(),
             errors: &errors,
+            model: model.as_ref().map(|p| out::ModelTotals {
+                name: &p.name,
+                request_size: request_sizes[0],
+                total: model_total,
+                worst: &model_worst,
+            }),
         };
         let mut rows_buf = Vec::new();
         let mut rows: Vec<&[u8]> = Vec::new();
@@ -227,7 +261,7 @@ pub fn run(args: ScanArgs) -> Result<i32> {
             }
             ScanFormat::Csv => {
                 if !streaming {
-                    out::write_csv_header(w, &request_sizes)?;
+                    out::write_csv_header(w, &request_sizes, model.is_some())?;
                 }
                 rows.iter().try_for_each(|r| w.write_all(r))?;
             }
@@ -274,6 +308,9 @@ fn render(format: ScanFormat, out: &mut Vec<u8>, f: &FileEntry) {
 struct Batch {
     summary: SetMetrics,
     worst: Vec<Worst>,
+    /// `--model`: the batch's summed modeled reads and its candidates for the worst list.
+    model: FileCost,
+    model_worst: Vec<ModelWorst>,
     /// Whole entries (filefrag, or candidates for `--top`).
     files: Vec<FileEntry>,
     /// Rendered files: their text in `text`, one after another.
@@ -357,6 +394,7 @@ fn filefrag(args: &ScanArgs) -> Result<i32> {
         ("--summary-only", args.summary_only),
         ("--cross-mounts", args.cross_mounts),
         ("--request-size", !args.request_sizes.is_empty()),
+        ("--model", args.model.is_some()),
     ];
     if let Some((flag, _)) = not_with.iter().find(|(_, given)| *given) {
         bail!("{flag} does not apply to --format filefrag, which prints each argument in the order given, as filefrag -v does");

@@ -275,6 +275,7 @@ mod tests {
             extents,
         };
         FileEntry {
+            model: None,
             metrics: FileMetrics::compute(&layout, &[131072]),
             file: ScannedFile {
                 path: PathBuf::from(path),

@@ -8,7 +8,8 @@ use serde::Serialize;
 use crate::layout::model::Extent;
 use crate::layout::walk::{PathError, WalkCounts};
 use crate::metrics::{Distribution, RequestCount, SetMetrics};
-use crate::scan::{FileEntry, Worst};
+use crate::scan::{FileEntry, ModelWorst, Worst};
+use crate::ssd::layout::FileCost;
 use crate::units::{short_size, HumanBytes};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -66,6 +67,28 @@ struct FileJson<'a> {
     frag_sizes: &'a Distribution,
     frag_distances: &'a Distribution,
     requests: Vec<RequestJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<CostJson>,
+}
+
+/// One file's (or the set's) modeled sequential read, as JSON gives it.
+#[derive(Serialize)]
+struct CostJson {
+    read_ns: u64,
+    contiguous_ns: u64,
+    ratio: f64,
+    collisions: u64,
+    device_reads: u64,
+}
+
+fn cost_json(c: &FileCost) -> CostJson {
+    CostJson {
+        read_ns: c.read_ns,
+        contiguous_ns: c.contiguous_ns,
+        ratio: round4(c.ratio()),
+        collisions: c.collisions,
+        device_reads: c.device_reads,
+    }
 }
 
 #[cfg(test)]
@@ -93,6 +116,7 @@ fn file_json(f: &FileEntry) -> FileJson<'_> {
         frag_sizes: &m.frag_sizes,
         frag_distances: &m.frag_distances,
         requests: requests_json(&m.requests, &m.move_bytes),
+        model: f.model.as_ref().map(cost_json),
     }
 }
 
@@ -131,6 +155,36 @@ struct SummaryJson<'a> {
     walk: WalkCounts,
     errors: usize,
     error_list: Vec<ErrorJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<ModelSummaryJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct ModelSummaryJson<'a> {
+    name: &'a str,
+    /// Each file read sequentially in requests of this size, one at a time.
+    request_size: u64,
+    mapping: &'static str,
+    #[serde(flatten)]
+    total: CostJson,
+    worst: Vec<ModelWorstJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct ModelWorstJson<'a> {
+    path: std::borrow::Cow<'a, str>,
+    #[serde(flatten)]
+    cost: CostJson,
+}
+
+/// `scan --model`: the modeled device and the set's modeled reads.
+pub struct ModelTotals<'a> {
+    pub name: &'a str,
+    pub request_size: u64,
+    /// Sums over every file scanned.
+    pub total: FileCost,
+    /// At most 10, most modeled time added by fragmentation first.
+    pub worst: &'a [ModelWorst],
 }
 
 /// What the summary of a scan is made of: totals, the worst files, walk counters, errors.
@@ -141,6 +195,7 @@ pub struct Totals<'a> {
     pub worst: &'a [Worst],
     pub counts: WalkCounts,
     pub errors: &'a [PathError],
+    pub model: Option<ModelTotals<'a>>,
 }
 
 fn summary_json<'a>(t: &Totals<'a>) -> SummaryJson<'a> {
@@ -174,6 +229,20 @@ fn summary_json<'a>(t: &Totals<'a>) -> SummaryJson<'a> {
         walk: t.counts,
         errors: t.errors.len(),
         error_list: t.errors.iter().map(error_json).collect(),
+        model: t.model.as_ref().map(|m| ModelSummaryJson {
+            name: m.name,
+            request_size: m.request_size,
+            mapping: crate::ssd::layout::MAPPING,
+            total: cost_json(&m.total),
+            worst: m
+                .worst
+                .iter()
+                .map(|w| ModelWorstJson {
+                    path: w.path.to_string_lossy(),
+                    cost: cost_json(&w.cost),
+                })
+                .collect(),
+        }),
     }
 }
 
@@ -264,7 +333,17 @@ pub fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
         num(out, b",\"move_bytes\":", *mv);
         out.push(b'}');
     }
-    out.extend_from_slice(b"]}");
+    out.push(b']');
+    if let Some(c) = &f.model {
+        num(out, b",\"model\":{\"read_ns\":", c.read_ns);
+        num(out, b",\"contiguous_ns\":", c.contiguous_ns);
+        out.extend_from_slice(b",\"ratio\":");
+        json_f64(out, round4(c.ratio()));
+        num(out, b",\"collisions\":", c.collisions);
+        num(out, b",\"device_reads\":", c.device_reads);
+        out.push(b'}');
+    }
+    out.push(b'}');
 }
 
 /// A JSON string: copied as is when nothing in it needs escaping (the usual path).
@@ -342,8 +421,12 @@ pub fn write_ndjson_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
     writeln!(out)
 }
 
-/// `--format csv` header; request columns repeat per R.
-pub fn write_csv_header(out: &mut impl Write, request_sizes: &[u64]) -> io::Result<()> {
+/// `--format csv` header; request columns repeat per R; model columns with `--model`.
+pub fn write_csv_header(
+    out: &mut impl Write,
+    request_sizes: &[u64],
+    model: bool,
+) -> io::Result<()> {
     let mut header: Vec<String> = [
         "path",
         "dev",
@@ -370,6 +453,18 @@ pub fn write_csv_header(out: &mut impl Write, request_sizes: &[u64]) -> io::Resu
             format!("extra_{l}"),
             format!("move_bytes_{l}"),
         ]);
+    }
+    if model {
+        header.extend(
+            [
+                "model_read_ns",
+                "model_contiguous_ns",
+                "model_ratio",
+                "model_collisions",
+                "model_device_reads",
+            ]
+            .map(String::from),
+        );
     }
     writeln!(out, "{}", header.join(","))
 }
@@ -413,6 +508,17 @@ pub fn csv_row_into(out: &mut Vec<u8>, f: &FileEntry) {
     for (r, mv) in m.requests.iter().zip(&m.move_bytes) {
         let _ = write!(out, ",{},{},{},{mv}", r.split, r.ideal, r.extra());
     }
+    if let Some(c) = &f.model {
+        let _ = write!(
+            out,
+            ",{},{},{:.4},{},{}",
+            c.read_ns,
+            c.contiguous_ns,
+            c.ratio(),
+            c.collisions,
+            c.device_reads
+        );
+    }
     out.push(b'\n');
 }
 
@@ -420,17 +526,31 @@ pub fn csv_row_into(out: &mut Vec<u8>, f: &FileEntry) {
 pub fn table_row_into(out: &mut Vec<u8>, f: &FileEntry) {
     let m = &f.metrics;
     let req = &m.requests[0];
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "{:>7} {:>7} {:>11} {:>9} {:>7.2} {:>10}  {}",
+        "{:>7} {:>7} {:>11} {:>9} {:>7.2} {:>10}",
         m.fragments,
         m.extents,
         HumanBytes(m.size).to_string(),
         req.extra(),
         req.ratio(),
         HumanBytes(m.move_bytes[0]).to_string(),
-        f.file.path.display()
     );
+    if let Some(c) = &f.model {
+        let _ = write!(
+            out,
+            " {:>10} {:>7} {:>6}",
+            ms(c.read_ns),
+            format!("x{:.2}", c.ratio()),
+            c.collisions
+        );
+    }
+    let _ = writeln!(out, "  {}", f.file.path.display());
+}
+
+/// Nanoseconds as milliseconds with 3 decimals.
+fn ms(ns: u64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
 }
 
 /// The human table: one line per listed file (rendered by [`table_row_into`]), then the
@@ -445,9 +565,9 @@ pub fn write_table(
     let r0 = t.request_sizes[0];
     let label = short_size(r0);
     if !summary_only && !rows.is_empty() {
-        writeln!(
+        write!(
             out,
-            "{:>7} {:>7} {:>11} {:>9} {:>7} {:>10}  PATH",
+            "{:>7} {:>7} {:>11} {:>9} {:>7} {:>10}",
             "FRAGS",
             "EXTENTS",
             "SIZE",
@@ -455,6 +575,10 @@ pub fn write_table(
             "SPLIT",
             "MOVE"
         )?;
+        if t.model.is_some() {
+            write!(out, " {:>10} {:>7} {:>6}", "MODELED", "VS-CONT", "COLL")?;
+        }
+        writeln!(out, "  PATH")?;
         for row in rows {
             out.write_all(row)?;
         }
@@ -464,6 +588,14 @@ pub fn write_table(
             "(EXTRA@{label}: extra device requests one full sequential read of the file needs at {label}, S(R)-I(R); \
              MOVE: bytes a pick-style defrag would rewrite to remove them, the {label} windows spanning more than one fragment)"
         )?;
+        if let Some(m) = &t.model {
+            writeln!(
+                out,
+                "(MODELED: one sequential read of the file at {label}, one request at a time, on the modeled {} SSD; \
+                 VS-CONT: that time over the same file in one piece; COLL: flash pages its requests put on a die beyond an even spread)",
+                m.name
+            )?;
+        }
         if listed_of > rows.len() {
             writeln!(
                 out,
@@ -545,6 +677,29 @@ pub fn write_table(
             HumanBytes(s.encoded_bytes)
         )?;
     }
+    if let Some(m) = &t.model {
+        writeln!(
+            out,
+            "modeled    on {} (each file read once sequentially at {}, mapping from FIEMAP in physical order): {} now, {} if every file were contiguous (x{:.2}); {} die collisions",
+            m.name,
+            short_size(m.request_size),
+            ms(m.total.read_ns),
+            ms(m.total.contiguous_ns),
+            m.total.ratio(),
+            m.total.collisions
+        )?;
+        for w in m.worst {
+            writeln!(
+                out,
+                "           {} now vs {} contiguous (x{:.2}, {} collisions)  {}",
+                ms(w.cost.read_ns),
+                ms(w.cost.contiguous_ns),
+                w.cost.ratio(),
+                w.cost.collisions,
+                w.path.display()
+            )?;
+        }
+    }
     let c = &t.counts;
     let mut skipped = Vec::new();
     for (n, what) in [
@@ -590,6 +745,7 @@ mod tests {
             extents,
         };
         FileEntry {
+            model: None,
             metrics: FileMetrics::compute(&layout, &[4096, 131072, 1 << 20]),
             file: ScannedFile {
                 path,

@@ -375,3 +375,25 @@ pub fn watch_listening(dir: &Path, db: &Path, interval: &str) -> (std::process::
     std::thread::spawn(move || for _ in lines {});
     (watch, addr)
 }
+
+/// FAST'24's hypothetical worst case as `age hypothetical --layout ideal` builds it: 8 MiB
+/// appended in 32 KiB chunks, each S = 256 KiB after the previous (every chunk on one die
+/// of the fast24 device).
+pub fn hypothetical_worst_ideal(path: PathBuf) -> fragkit::age::hypothetical::HypotheticalSpec {
+    use fragkit::age::hypothetical::*;
+    HypotheticalSpec {
+        path,
+        mode: HypotheticalMode::Append,
+        pattern: HypotheticalPattern::Worst,
+        chunk: 32 << 10,
+        stripe: 256 << 10,
+        size: 8 << 20,
+        direct: false,
+        tune: true,
+        keep_dummies: false,
+        seed: 1,
+        layout: HypotheticalLayout::Ideal,
+        approach: false,
+        read_back: false,
+    }
+}
