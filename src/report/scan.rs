@@ -800,6 +800,24 @@ mod tests {
                 String::from_utf8_lossy(&ours),
                 String::from_utf8_lossy(&theirs)
             );
+            // `scan --model` adds one object at the end, and nothing else changes.
+            let modeled = FileEntry {
+                model: Some(FileCost {
+                    read_ns: 21_968_576,
+                    contiguous_ns: 8_126_144,
+                    collisions: 192,
+                    device_reads: 256,
+                }),
+                ..e
+            };
+            let mut with = Vec::new();
+            file_json_into(&mut with, &modeled);
+            let theirs = serde_json::to_vec(&file_json(&modeled)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&with),
+                String::from_utf8_lossy(&theirs)
+            );
+            assert_eq!(with[..ours.len() - 1], ours[..ours.len() - 1]);
         }
     }
 }
