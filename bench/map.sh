@@ -20,7 +20,7 @@ rounds=${3:-7}
 # shellcheck source=bench/lib.sh
 source bench/lib.sh # band, first_of
 fk=target/release/fragkit
-[[ -x $fk ]] || cargo build --release
+cargo build --release -q # always: a stale binary would time old code
 mp=$($fk scratch create --fs ext4 --size "$size" 2>/dev/null)
 out=$(mktemp -d)
 trap '$fk scratch destroy "$mp" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
