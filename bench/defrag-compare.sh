@@ -4,11 +4,18 @@
 # where conv is the file system's own tool (ext4: e4defrag; xfs: xfs_fsr; btrfs:
 # `btrfs filesystem defragment`, also with -t 128K). Per cell: bytes the defrag wrote as
 # counted by the device, its runtime, the workload's device read requests and MB/s after,
-# and the workload's MB/s while the defrag runs (interference). One run, one table.
-# Usage (root): bench/defrag-compare.sh [ext4|xfs|btrfs] [FILE_MIB] [FRAG_KIB]
+# and the workload's MB/s while the defrag runs (interference).
+# ROUNDS rounds per workload (default 5), each on fresh copies, the method that leads
+# rotating each round (none first in round 0, bypass first in round 1, ...). The MB/s and
+# time columns are medians with min–max and n; defrag_MB and reads_after are the exact
+# figures of round 0 (the device counts them; they do not vary with load).
+# Usage (root): bench/defrag-compare.sh [ext4|xfs|btrfs] [FILE_MIB] [FRAG_KIB] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fs=${1:-ext4}; file_mib=${2:-128}; frag_kib=${3:-16}
+fs=${1:-ext4}; file_mib=${2:-128}; frag_kib=${3:-16}; rounds=${4:-5}
+[[ $rounds =~ ^[0-9]+$ && $rounds -ge 1 ]] || { echo "bench/defrag-compare.sh: ROUNDS: expected a number >= 1, got '$rounds'" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh # band, first_of
 [[ $(id -u) -eq 0 ]] || { echo "bench/defrag-compare.sh: needs root (scratch file systems)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "bench/defrag-compare.sh: fio not installed (scripts/install-deps)" >&2; exit 1; }
 cargo build --release -q
@@ -89,52 +96,66 @@ conv_cmd() {
 
 methods=(none bypass pick full conv)
 [[ $fs == btrfs ]] && methods+=(conv-t128k)
-printf "%-13s %-10s %12s %9s %11s %10s %12s\n" workload method "defrag_MB" "time_s" "reads_after" "MB/s_after" "MB/s_during"
+cell() { # cell WORKLOAD METHOD: one round of one cell, a line appended to $work/cells
+  local wl=$1 m=$2 f dev cmd fiopid during w0 w1 t0 t1 written r0 r1 bw
+  cp --sparse=always "$image" "$work/copy.img"
+  loopdev=$(losetup --find --show "$work/copy.img")
+  mount "$loopdev" "$mnt"
+  dev=$(basename "$loopdev")
+  f=$mnt/data
+  case $m in
+    none) cmd=(true) ;;
+    bypass) cmd=("$fk" defrag --mode bypass --io-size 128K "$f") ;;
+    pick) profile_for "$wl" "$f" > "$work/profile.json"; cmd=("$fk" defrag --mode pick --profile "$work/profile.json" --io-size 128K "$f") ;;
+    full) cmd=("$fk" defrag --mode full "$f") ;;
+    conv) read -r -a cmd <<< "$(conv_cmd "$f")" ;;
+    conv-t128k) cmd=(btrfs filesystem defragment -f -t 128K "$f") ;;
+  esac
+  # Interference: the workload runs (time-based) for as long as the defrag does.
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  # shellcheck disable=SC2046
+  fio $(fio_args "$wl" "$f") --time_based --runtime=600 --output-format=json --output="$work/during.json" > /dev/null 2>&1 &
+  fiopid=$!
+  sleep 0.5
+  "${cmd[@]}" > /dev/null 2>&1 || true
+  sleep 0.5
+  kill -INT $fiopid; wait $fiopid || true
+  during=$(mbps "$work/during.json")
+  umount "$mnt"; losetup -d "$loopdev"; loopdev=""
+  # The defrag alone on a fresh copy: bytes the device wrote for it, and its runtime.
+  cp --sparse=always "$image" "$work/copy.img"
+  loopdev=$(losetup --find --show "$work/copy.img"); mount "$loopdev" "$mnt"; dev=$(basename "$loopdev")
+  if [[ $m == pick ]]; then profile_for "$wl" "$f" > "$work/profile.json"; fi
+  sync; w0=$(stat_field "$dev" 7); t0=$(date +%s.%N)
+  "${cmd[@]}" > /dev/null
+  sync; t1=$(date +%s.%N); w1=$(stat_field "$dev" 7)
+  written=$(( (w1 - w0) * 512 ))
+  # The workload after: device read requests and MB/s (extent map warm, so the device
+  # counts data requests only).
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  $fk scan --format json "$f" > /dev/null
+  r0=$(stat_field "$dev" 1)
+  # shellcheck disable=SC2046
+  fio $(fio_args "$wl" "$f") --output-format=json --output="$work/after.json" > /dev/null 2>&1
+  r1=$(stat_field "$dev" 1)
+  bw=$(mbps "$work/after.json")
+  echo "$wl $m $written $(echo "$t1 - $t0" | bc -l) $((r1 - r0)) $bw $during" >>"$work/cells"
+  umount "$mnt"; losetup -d "$loopdev"; loopdev=""
+}
+: >"$work/cells"
+k=${#methods[@]}
+printf "%-13s %-10s %10s %-26s %11s %-26s %s\n" workload method "defrag_MB" "time_s" "reads_after" "MB/s_after" "MB/s_during"
+echo "(time_s and MB/s: median (min–max, n) over $rounds rounds; defrag_MB, reads_after: round 0, exact device counts)"
 for wl in seqread strideread sequpdate strideupdate; do
+  for ((r = 0; r < rounds; r++)); do
+    lead=$(first_of "$r" "$k")
+    for ((j = 0; j < k; j++)); do cell "$wl" "${methods[$(((lead + j) % k))]}"; done
+  done
   for m in "${methods[@]}"; do
-    cp --sparse=always "$image" "$work/copy.img"
-    loopdev=$(losetup --find --show "$work/copy.img")
-    mount "$loopdev" "$mnt"
-    dev=$(basename "$loopdev")
-    f=$mnt/data
-    case $m in
-      none) cmd=(true) ;;
-      bypass) cmd=("$fk" defrag --mode bypass --io-size 128K "$f") ;;
-      pick) profile_for "$wl" "$f" > "$work/profile.json"; cmd=("$fk" defrag --mode pick --profile "$work/profile.json" --io-size 128K "$f") ;;
-      full) cmd=("$fk" defrag --mode full "$f") ;;
-      conv) read -r -a cmd <<< "$(conv_cmd "$f")" ;;
-      conv-t128k) cmd=(btrfs filesystem defragment -f -t 128K "$f") ;;
-    esac
-    # Interference: the workload runs (time-based) for as long as the defrag does.
-    sync; echo 3 > /proc/sys/vm/drop_caches
-    # shellcheck disable=SC2046
-    fio $(fio_args "$wl" "$f") --time_based --runtime=600 --output-format=json --output="$work/during.json" > /dev/null 2>&1 &
-    fiopid=$!
-    sleep 0.5
-    "${cmd[@]}" > /dev/null 2>&1 || true
-    sleep 0.5
-    kill -INT $fiopid; wait $fiopid || true
-    during=$(mbps "$work/during.json")
-    umount "$mnt"; losetup -d "$loopdev"; loopdev=""
-    # The defrag alone on a fresh copy: bytes the device wrote for it, and its runtime.
-    cp --sparse=always "$image" "$work/copy.img"
-    loopdev=$(losetup --find --show "$work/copy.img"); mount "$loopdev" "$mnt"; dev=$(basename "$loopdev")
-    if [[ $m == pick ]]; then profile_for "$wl" "$f" > "$work/profile.json"; fi
-    sync; w0=$(stat_field "$dev" 7); t0=$(date +%s.%N)
-    "${cmd[@]}" > /dev/null
-    sync; t1=$(date +%s.%N); w1=$(stat_field "$dev" 7)
-    written=$(( (w1 - w0) * 512 ))
-    # The workload after: device read requests and MB/s (extent map warm, so the device
-    # counts data requests only).
-    sync; echo 3 > /proc/sys/vm/drop_caches
-    $fk scan --format json "$f" > /dev/null
-    r0=$(stat_field "$dev" 1)
-    # shellcheck disable=SC2046
-    fio $(fio_args "$wl" "$f") --output-format=json --output="$work/after.json" > /dev/null 2>&1
-    r1=$(stat_field "$dev" 1)
-    bw=$(mbps "$work/after.json")
-    printf "%-13s %-10s %12.1f %9.2f %11d %10s %12s\n" "$wl" "$m" "$(echo "$written / 1000000" | bc -l)" \
-      "$(echo "$t1 - $t0" | bc -l)" $((r1 - r0)) "$bw" "$during"
-    umount "$mnt"; losetup -d "$loopdev"; loopdev=""
+    col() { awk -v w="$wl" -v m="$m" -v c="$1" '$1 == w && $2 == m { print $c }' "$work/cells"; }
+    printf "%-13s %-10s %10.1f %-26s %11d %-26s %s\n" "$wl" "$m" "$(col 3 | head -1 | awk '{ print $1 / 1e6 }')" \
+      "$(col 4 | band 2)" "$(col 5 | head -1)" "$(col 6 | band 1)" "$(col 7 | band 1)"
   done
 done
+echo "floor: full and conv rewrite the whole file, so their defrag_MB cannot go below $((file_mib * 1048576 / 1000000)) MB; the MB/s ceiling (a contiguous read of the device) is not measured here"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -72,8 +72,8 @@ fragkit_run() { # pattern bs qd engine n
   echo "$mbs $(devdelta "$b" "$a")"
 }
 devdelta() { awk -v b="$1" -v a="$2" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%.0f %.0f %.0f", y[1] - x[1], y[2] - x[2], (y[3] - x[3]) * 512 }'; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-minmax() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.3f..%.3f", lo, hi }'; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh # median, minmax
 bytes_of() { numfmt --from=iec "$1"; }
 
 printf '%-7s %-5s %-3s %-6s %9s %8s %8s %15s %10s %10s %8s %8s\n' pattern bs qd engine requests "fio MB/s" "fk MB/s" "ratio (min..max)" "fio devreq" "fk devreq" "fio GB" "fk GB"

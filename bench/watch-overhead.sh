@@ -13,7 +13,7 @@
 #   disk, for a vCPU the host gave to someone else), the main source of the swings above,
 #   but keeps everything watching adds to the database's own system calls.
 #
-#   bench/watch-overhead.sh [PAIRS] [WORKLOADS...]     (default: 3 rocksdb redis sqlite)
+#   bench/watch-overhead.sh [PAIRS] [WORKLOADS...]     (default: 7 rocksdb redis sqlite)
 #
 # FRAGKIT=/path/to/fragkit uses that binary instead of building this tree. The load average
 # (other jobs on the machine; the benchmark's own processes count too) is sampled every 10 s
@@ -24,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PAIRS=${1:-3}
+PAIRS=${1:-7}
 shift || true
 WORKLOADS=("$@")
 ((${#WORKLOADS[@]})) || WORKLOADS=(rocksdb redis sqlite)
