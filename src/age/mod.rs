@@ -274,16 +274,7 @@ pub fn read_back(path: &Path) -> Result<ReadBack> {
     Ok(ReadBack::new(started, bytes, t.elapsed().as_secs_f64()))
 }
 
-/// CLOCK_MONOTONIC in ns (bpf_ktime_get_ns's clock).
-pub fn monotonic_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
+pub use crate::sys::clock::monotonic_ns;
 
 /// Sizes of the gaps between a file's consecutive fragments (physical start of one minus
 /// physical end of the one before, in logical order), counted per size: the histogram the

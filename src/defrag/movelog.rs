@@ -37,16 +37,8 @@ fn log() -> Option<&'static Mutex<File>> {
     .as_ref()
 }
 
-/// CLOCK_MONOTONIC in nanoseconds (the clock a harness in another process can compare).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// The log's clock, which a harness in another process can compare against.
+pub use crate::sys::clock::monotonic_ns;
 
 /// write_bytes from a /proc/PID/io text (0 when absent).
 pub fn write_bytes(proc_io: &str) -> u64 {

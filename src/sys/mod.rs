@@ -8,6 +8,7 @@
 
 pub mod alloc;
 pub mod btrfs_space;
+pub mod clock;
 pub mod clone;
 pub mod dev;
 pub mod fiemap;
