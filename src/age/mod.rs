@@ -303,10 +303,9 @@ pub fn device_of(dir: &Path) -> Result<(PathBuf, PathBuf)> {
     let abs = dir
         .canonicalize()
         .with_context(|| format!("{}: cannot resolve", dir.display()))?;
-    let name = fstune::block_device_name(&abs)
-        .ok_or_else(|| anyhow!("{}: not on a block device", abs.display()))?;
+    let dev = crate::io::device::BlockDevice::for_path(&abs)?.dev_path();
     let mounts = crate::sys::mountinfo::read()?;
     let m = crate::sys::mountinfo::containing(&mounts, &abs)
         .ok_or_else(|| anyhow!("{}: no mount holds it", abs.display()))?;
-    Ok((PathBuf::from(format!("/dev/{name}")), m.mountpoint.clone()))
+    Ok((dev, m.mountpoint.clone()))
 }
