@@ -48,10 +48,12 @@ py=$(python3 -c 'import sys; print(sys.executable)')
 # shellcheck source=bench/lib.sh
 source bench/lib.sh # band, first_of
 cargo build --release -q
-fk=$PWD/target/release/fragkit
 image_dir=${IMAGE_DIR:-/dev/shm}
 image=$image_dir/fragpicker-aged.img
 work=$(mktemp -d /tmp/fragkit-fp-compare.XXXXXX)
+# A copy: a build during the run must not change the binary being measured.
+cp target/release/fragkit "$work/fragkit"
+fk=$work/fragkit
 mnt=/mnt
 loopdev=""
 cleanup() {
