@@ -109,11 +109,17 @@ fn fragpicker_preset_issues_fragpickers_requests() {
         .collect();
     assert_eq!(requests, [17, 6, 17, 5]);
     for r in rows {
-        // The device counters also see the inode read after each cache drop (the trace
-        // above is the exact check of the data requests).
+        // The device counters also see the inode read after each cache drop, and for
+        // updates the journal's commit of the new mtime: the trace above is the exact
+        // check of the data requests, this one only that nothing is missing.
         let dev = r["device_requests"].as_f64().unwrap();
         let want = r["requests"].as_f64().unwrap();
-        assert!(dev >= want && dev <= want + 2.0, "{r}");
+        let extra = if r["workload"].as_str().unwrap().ends_with("read") {
+            2.0
+        } else {
+            16.0
+        };
+        assert!(dev >= want && dev <= want + extra, "{r}");
         assert!(r["mb_per_s_mean"].as_f64().unwrap() > 0.0);
     }
     assert_eq!(rep["stride_gap"], 288 * K);

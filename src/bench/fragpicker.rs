@@ -129,7 +129,8 @@ pub struct Row {
     pub mb_per_s_min: f64,
     pub mb_per_s_max: f64,
     /// Device requests per run (mean), reads for read rows and writes for update rows:
-    /// equal to `requests` when every request reached the device whole.
+    /// `requests` when every request reached the device whole, plus the file system's
+    /// own (an inode read after the cache drop; for updates the journal's commit).
     pub device_requests: Option<f64>,
     /// The engine's full result (every run's figures and device counters).
     pub job: JobResult,
@@ -202,7 +203,7 @@ pub fn run(
         }
     }
     Ok(FragPickerReport {
-        version: crate::report::bench::SCHEMA_VERSION,
+        version: 1,
         request_size: REQUEST,
         stride_gap: STRIDE_GAP,
         runs,
