@@ -307,6 +307,37 @@ pub enum BenchAction {
     /// IOR's bandwidth method as MPI ranks (mpirun/srun): write then read per transfer size,
     /// timed from the first open to the last close, reads from another rank's file
     Ior(BenchIorArgs),
+    /// FragPicker's read/update suite: sequential and stride (288 KiB gap) × read and
+    /// update, 128 KiB O_DIRECT requests one at a time, mean of 5 runs; update OVERWRITES
+    /// the files' data in place (as FragPicker's update benchmark does)
+    Fragpicker(BenchFragpickerArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FragpickerWorkload {
+    /// read_seq: 128 KiB reads back to back
+    SeqRead,
+    /// read_stride: a 128 KiB read, then 288 KiB skipped
+    StrideRead,
+    /// write_seq: 128 KiB overwrites back to back
+    SeqUpdate,
+    /// write_stride: a 128 KiB overwrite, then 288 KiB skipped
+    StrideUpdate,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchFragpickerArgs {
+    /// Files to run the suite on (each workload over every file, reads first)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Workloads to run, comma-separated [default: all four]
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub workloads: Vec<FragpickerWorkload>,
+    /// Measured runs per workload and file (FragPicker: 5), after one unmeasured run
+    #[arg(long, default_value_t = crate::bench::fragpicker::RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
+    pub format: BenchFormat,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

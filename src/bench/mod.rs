@@ -3,6 +3,7 @@
 
 pub mod dof;
 pub mod fast24;
+pub mod fragpicker;
 pub mod ior;
 pub mod paf_matrix;
 pub mod probe;

@@ -24,6 +24,7 @@ pub fn run(action: BenchAction) -> Result<i32> {
         BenchAction::Dof(a) => run_dof(a),
         BenchAction::Fast24(a) => run_fast24(a),
         BenchAction::Paf(a) => run_paf(a),
+        BenchAction::Fragpicker(a) => run_fragpicker(a),
         BenchAction::Ior(a) => {
             let cluster = crate::cluster::Cluster::init()?;
             let r = run_ior(a, &cluster);
@@ -244,6 +245,36 @@ fn run_fast24(a: crate::cli::BenchFast24Args) -> Result<i32> {
         BenchFormat::Table => crate::report::fast24::table(w, &report),
         BenchFormat::Json => crate::report::write_json_pretty(w, &report),
         BenchFormat::Csv => crate::report::fast24::csv(w, &report),
+    })?;
+    Ok(0)
+}
+
+fn run_fragpicker(a: crate::cli::BenchFragpickerArgs) -> Result<i32> {
+    use crate::bench::fragpicker::{self, Workload};
+    use crate::cli::FragpickerWorkload as W;
+    let workloads: Vec<Workload> = if a.workloads.is_empty() {
+        Workload::ALL.to_vec()
+    } else {
+        a.workloads
+            .iter()
+            .map(|w| match w {
+                W::SeqRead => Workload::SeqRead,
+                W::StrideRead => Workload::StrideRead,
+                W::SeqUpdate => Workload::SeqUpdate,
+                W::StrideUpdate => Workload::StrideUpdate,
+            })
+            .collect()
+    };
+    let bar = progress((workloads.len() * a.files.len()) as u64, "jobs");
+    let report = fragpicker::run(&a.files, &workloads, a.runs, &mut |name| {
+        bar.set_message(format!("last: {name}"));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    crate::report::to_stdout(|w| match a.format {
+        BenchFormat::Table => crate::report::fragpicker::table(w, &report),
+        BenchFormat::Json => crate::report::write_json_pretty(w, &report),
+        BenchFormat::Csv => crate::report::fragpicker::csv(w, &report),
     })?;
     Ok(0)
 }

@@ -6,6 +6,7 @@ pub mod bench_runs;
 pub mod defrag;
 pub mod fast24;
 pub mod filefrag;
+pub mod fragpicker;
 pub mod free;
 pub mod ior;
 pub mod lab;

@@ -242,10 +242,16 @@ pub fn donor_for(
 /// The judgement of a move the kernel placed itself (btrfs, f2fs, rewrite): the file's
 /// extents now against `t.extents` from before it.
 pub fn judge_result(t: &Target<'_>, offset: u64, length: u64) -> Result<Judgement> {
-    let (lo, hi) = judged_span(offset, length, t.request_size, t.block_size);
     // FIEMAP_FLAG_SYNC: the new extents have their addresses only once written back (on
     // btrfs also once their ordered extents completed); this waits for that, no commit.
-    let now = fiemap::read_extents_span(t.file.as_fd(), true, lo, hi)?;
+    judge_mapped(t, offset, length, true)
+}
+
+/// As [`judge_result`]; `sync: false` where the blocks were placed before writeback
+/// (fallocate on ext4 and xfs), so the map is read without writing anything back.
+pub fn judge_mapped(t: &Target<'_>, offset: u64, length: u64, sync: bool) -> Result<Judgement> {
+    let (lo, hi) = judged_span(offset, length, t.request_size, t.block_size);
+    let now = fiemap::read_extents_span(t.file.as_fd(), sync, lo, hi)?;
     Ok(judge(
         t.extents,
         &now,
