@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fanotify_rounds.h"
+
 #define SETUPS 5
-static const char *names[SETUPS] = {
+static const char *const names[SETUPS] = {
     "FAN_MODIFY on the file system, FAN_REPORT_DFID_NAME",
     "the same, this file's FAN_MODIFY ignored (inode ignore mark)",
     "FAN_MODIFY on the file system, FAN_REPORT_FID",
@@ -24,13 +26,11 @@ static const char *names[SETUPS] = {
     "no FAN_MODIFY on the file system (FAN_OPEN, create, delete), DFID_NAME",
 };
 
-static double cpu_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
+static int fd;
+static long n;
+static const char *mnt, *file;
 
-static double write_loop(int fd, long n) {
+static double write_loop(void) {
     static char b[4096];
     memset(b, 1, sizeof b);
     double c0 = cpu_ns();
@@ -39,7 +39,7 @@ static double write_loop(int fd, long n) {
     return (cpu_ns() - c0) / n;
 }
 
-static int group(int setup, const char *mnt, const char *file) {
+static int group(int setup) {
     unsigned report = (setup == 2 || setup == 3) ? FAN_REPORT_FID : FAN_REPORT_DFID_NAME;
     int g = fanotify_init(FAN_CLASS_NOTIF | FAN_NONBLOCK | report, O_RDONLY);
     if (g < 0) { perror("fanotify_init"); exit(1); }
@@ -56,43 +56,23 @@ static int group(int setup, const char *mnt, const char *file) {
     return g;
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
     if (argc != 5) {
         fprintf(stderr, "usage: %s MOUNTPOINT FILE COUNT ROUNDS\n", argv[0]);
         return 2;
     }
-    long n = atol(argv[3]);
+    n = atol(argv[3]);
     int rounds = atoi(argv[4]);
     if (n <= 0 || rounds <= 0 || rounds > 1000) {
         fprintf(stderr, "%s: COUNT must be > 0 and ROUNDS 1..1000\n", argv[0]);
         return 2;
     }
-    int fd = open(argv[2], O_WRONLY | O_CREAT, 0644);
-    if (fd < 0) { perror(argv[2]); return 1; }
-    double *extra = calloc((size_t)rounds * SETUPS, sizeof *extra), *base = calloc(rounds, sizeof *base);
-    for (int r = 0; r < rounds; r++) {
-        double before = write_loop(fd, n), with[SETUPS];
-        for (int s = 0; s < SETUPS; s++) {
-            int g = group(s, argv[1], argv[2]);
-            with[s] = write_loop(fd, n);
-            close(g);
-        }
-        base[r] = (before + write_loop(fd, n)) / 2;
-        for (int s = 0; s < SETUPS; s++) extra[s * rounds + r] = with[s] - base[r];
-    }
-    qsort(base, rounds, sizeof *base, cmp);
-    double b = base[rounds / 2];
-    printf("%d rounds of %ld buffered 4 KiB pwrite(2)s; no group: %.0f ns per write (median)\n",
-           rounds, n, b);
-    for (int s = 0; s < SETUPS; s++) {
-        qsort(extra + s * rounds, rounds, sizeof *extra, cmp);
-        double m = extra[s * rounds + rounds / 2];
-        printf("%+7.0f ns (%+5.1f%%)  %s\n", m, m / b * 100, names[s]);
-    }
+    mnt = argv[1];
+    file = argv[2];
+    fd = open(file, O_WRONLY | O_CREAT, 0644);
+    if (fd < 0) { perror(file); return 1; }
+    char what[64];
+    snprintf(what, sizeof what, "%ld buffered 4 KiB pwrite(2)s", n);
+    fanotify_rounds(rounds, SETUPS, names, what, write_loop, group);
     return 0;
 }

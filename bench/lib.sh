@@ -15,3 +15,33 @@ band() {
 # first_of ROUND K: which of K contenders goes first in round ROUND (0-based), so that
 # with two contenders the order alternates A B, B A, ... and with K each leads in turn.
 first_of() { echo $(( $1 % $2 )); }
+
+# CPU accounting for a contender and everything it starts (children included, also those
+# that have exited): a cgroup of its own, cgroup v1 cpuacct where the hierarchy is hybrid
+# (as on the development VM), else cgroup2.
+# cg_make NAME: make the cgroup, print its path (status 1 when none can be made).
+cg_make() {
+  local base
+  for base in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+    if mkdir "$base/$1" 2>/dev/null; then echo "$base/$1"; return 0; fi
+  done
+  return 1
+}
+# cg_cpu_ns CG: CPU nanoseconds every process that ran in CG has used so far.
+cg_cpu_ns() {
+  if [[ -f $1/cpuacct.usage ]]; then cat "$1/cpuacct.usage"; else awk '/^usage_usec/ {print $2 * 1000}' "$1/cpu.stat"; fi
+}
+# cg_stop CG: kill every process in CG (a monitor's loop and whatever child it is running)
+# and wait until the group is empty, so nothing it started runs on into the next phase.
+cg_stop() {
+  local pids _
+  for _ in $(seq 200); do
+    pids=$(cat "$1/cgroup.procs")
+    [[ -z $pids ]] && return 0
+    # shellcheck disable=SC2086 # one pid per word
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.05
+  done
+  echo "cg_stop: $1 still has processes" >&2
+  return 1
+}

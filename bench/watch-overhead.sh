@@ -13,7 +13,7 @@
 #   disk, for a vCPU the host gave to someone else), the main source of the swings above,
 #   but keeps everything watching adds to the database's own system calls.
 #
-#   bench/watch-overhead.sh [PAIRS] [WORKLOADS...]     (default: 7 rocksdb redis sqlite)
+#   bench/watch-overhead.sh [PAIRS] [WORKLOADS...]     (default: 9 rocksdb redis sqlite)
 #
 # FRAGKIT=/path/to/fragkit uses that binary instead of building this tree. The load average
 # (other jobs on the machine; the benchmark's own processes count too) is sampled every 10 s
@@ -23,8 +23,9 @@
 # (scripts/install-deps). Redis listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
-PAIRS=${1:-7}
+PAIRS=${1:-9}
 shift || true
 WORKLOADS=("$@")
 ((${#WORKLOADS[@]})) || WORKLOADS=(rocksdb redis sqlite)
@@ -48,38 +49,27 @@ MNT=$("$FRAGKIT" scratch create --fs ext4 --size 6G --dir "$WORK" --format json 
   python3 -c 'import json,sys; print(json.load(sys.stdin)["mountpoint"])')
 MONITOR_PID=
 LOAD_PID=
+CG=
+CGW=
 cleanup() {
-  [[ -n $MONITOR_PID ]] && kill "$MONITOR_PID" 2>/dev/null || true
+  [[ -n $CG ]] && cg_stop "$CG" || true
   [[ -n $LOAD_PID ]] && kill "$LOAD_PID" 2>/dev/null || true
   redis-cli -p 16399 shutdown nosave >/dev/null 2>&1 || true
   "$FRAGKIT" scratch destroy "$MNT" >/dev/null 2>&1 || true
-  [[ -n ${CG:-} ]] && rmdir "$CG" 2>/dev/null || true
-  [[ -n ${CGW:-} ]] && rmdir "$CGW" 2>/dev/null || true
+  [[ -n $CG ]] && rmdir "$CG" 2>/dev/null || true
+  [[ -n $CGW ]] && rmdir "$CGW" 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-# The monitor and the workload each run in a cpuacct cgroup of their own (v1 here; cgroup2
+# The monitor and the workload each run in a cgroup of their own (cpuacct: v1 here; cgroup2
 # if that is all there is), so CPU time includes every short-lived child (filefrag,
-# sqlite3, redis-benchmark processes) exactly.
-CG=
-CGW=
-for base in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
-  if mkdir "$base/fragkit-bench-$$" 2>/dev/null; then
-    CG=$base/fragkit-bench-$$
-    CGW=$base/fragkit-bench-work-$$
-    mkdir "$CGW"
-    break
-  fi
-done
-[[ -n $CG ]] || { echo "bench/watch-overhead.sh: cannot make a cgroup to account monitor CPU" >&2; exit 1; }
+# sqlite3, redis-benchmark processes) exactly; stopping the monitor kills every process in
+# its group, so no filefrag of one run is charged to the next.
+CG=$(cg_make "fragkit-bench-$$") && CGW=$(cg_make "fragkit-bench-work-$$") ||
+  { echo "bench/watch-overhead.sh: cannot make a cgroup to account monitor CPU" >&2; exit 1; }
 cg_cpu_seconds() { # [CGROUP]
-  local g=${1:-$CG}
-  if [[ -f $g/cpuacct.usage ]]; then
-    awk '{print $1/1e9}' "$g/cpuacct.usage"
-  else
-    awk '/^usage_usec/ {print $2/1e6}' "$g/cpu.stat"
-  fi
+  awk '{print $1 / 1e9}' <<<"$(cg_cpu_ns "${1:-$CG}")"
 }
 
 fragtracer_style() { # DIR: filefrag -v per file, every second (FragTracer's design)
@@ -101,13 +91,15 @@ start_monitor() { # MODE DIR
           >"$WORK/watch.json" 2>"$WORK/watch.err"
       ) &
       MONITOR_PID=$!
+      disown
       sleep 0.5 ;;
     fragtracer)
       (
         echo "$BASHPID" >"$CG/cgroup.procs"
         fragtracer_style "$2"
       ) &
-      MONITOR_PID=$! ;;
+      MONITOR_PID=$!
+      disown ;;
   esac
 }
 
@@ -116,8 +108,7 @@ stop_monitor() {
   MONITOR_CPU=0
   if [[ -z $MONITOR_PID ]]; then return; fi
   MONITOR_CPU=$(python3 -c "print(round($(cg_cpu_seconds) - $CPU0, 3))")
-  kill "$MONITOR_PID" 2>/dev/null || true
-  wait "$MONITOR_PID" 2>/dev/null || true
+  cg_stop "$CG" # the loop and whatever filefrag it is running; the group empty is the wait
   MONITOR_PID=
 }
 
@@ -210,7 +201,7 @@ for w, p, mode, tput, wall, cpu, frags, ops, work_cpu in rows:
 units = {"rocksdb": "ops/s", "redis": "SET/s", "sqlite": "txn/s"}
 med = statistics.median
 def spread(v):
-    return f"{med(v):+.2f}% ({min(v):+.1f} … {max(v):+.1f})"
+    return f"{med(v):+.2f}% ({min(v):+.1f}–{max(v):+.1f}, n={len(v)})"
 print("Throughput change (1 − with/without, paired per round; positive = slower):\n")
 print("| workload | pairs | baseline (median) | fragkit watch | fragkit CPU | FragTracer-style | FragTracer-style CPU | files / fragmented / fragments at end |")
 print("|---|---|---|---|---|---|---|---|")

@@ -269,6 +269,41 @@ fn watch_lifecycle(events: &str) {
     );
     drop(store);
 
+    // Changed again under its new directory name: the change shows there (fanotify
+    // remembers directory paths across reads and must forget them when a directory moves).
+    // A hole punched inside a 64 KiB extent splits it.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&c_moved)
+        .unwrap();
+    fallocate(
+        &f,
+        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+        (128 + 16) << 10,
+        16 << 10,
+    );
+    f.sync_all().unwrap();
+    drop(f);
+    let c_punched = scan_fragments(&c_moved);
+    assert!(
+        c_punched > c_fragments,
+        "the punched hole did not split an extent of moved/c.db"
+    );
+    let t0 = w.ticks();
+    let (m, t1) = w.wait_for("moved/c.db changed after the rename", |m| {
+        metric(m, &file_series(&c_moved)) == Some(c_punched as f64)
+    });
+    assert!(
+        t1 <= t0 + 2,
+        "a change after a directory rename took {} ticks",
+        t1 - t0
+    );
+    assert_eq!(
+        metric(&m, &file_series(&c)),
+        None,
+        "old directory name came back"
+    );
+
     // Delete: gone from /metrics and marked deleted in the history.
     assert!(metric(&w.get("/metrics"), &file_series(&b)).is_some());
     std::fs::remove_file(&b).unwrap();

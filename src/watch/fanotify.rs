@@ -66,11 +66,24 @@ const HOT_MAX: usize = 4096;
 /// an overflow (full rescan) instead, as if the kernel's own queue had overflowed.
 const PENDING_MAX: usize = 16_384;
 
+/// Directory paths remembered across queue reads (handle -> path); past this many the
+/// cache starts again. Each entry saves an open_by_handle_at and a readlink per read.
+const DIR_CACHE_MAX: usize = 4096;
+
 pub struct Fanotify {
     fd: OwnedFd,
     /// (fsid, an open directory on that file system) for open_by_handle_at.
     mounts: Vec<([i32; 2], OwnedFd)>,
     buf: Vec<u8>,
+    /// Every event of one `read_queue`, read before any is decoded.
+    batch: Vec<u8>,
+    /// Directory handle (fsid + file handle) -> its path, across reads: a process that
+    /// creates and deletes a file per transaction would otherwise cost a handle lookup and
+    /// a readlink per read (a third of fragkit's CPU under SQLite's journal). A directory's
+    /// path changes only by a rename of it or of a directory above it, and every such
+    /// rename (or delete) on the file system is an event of the mark's: a batch holding one
+    /// empties the cache before any of its events is decoded.
+    dirs: HashMap<Vec<u8>, PathBuf>,
     /// Changes read since the last tick (`wait`).
     pending: Vec<Change>,
     /// Files disarmed since the last tick.
@@ -169,6 +182,8 @@ impl Fanotify {
             fd,
             mounts,
             buf: vec![0u8; 64 * 1024],
+            batch: Vec::new(),
+            dirs: HashMap::new(),
             pending: Vec::new(),
             disarmed: 0,
             own_pid: std::process::id() as i32,
@@ -396,13 +411,20 @@ impl Fanotify {
     /// Read every queued event (non-blocking) and append the changes they describe;
     /// with `disarm`, disarm each file written.
     fn read_queue(&mut self, out: &mut Vec<Change>, disarm: bool) -> io::Result<()> {
-        let mut dirs: HashMap<Vec<u8>, Option<PathBuf>> = HashMap::new();
         let mut written = Vec::new();
+        self.batch.clear();
         while let Some(n) = super::read_nonblocking(&self.fd, &mut self.buf)? {
-            let buf = std::mem::take(&mut self.buf);
-            self.parse(&buf[..n], &mut dirs, out, &mut written);
-            self.buf = buf;
+            // The kernel hands out whole events only, so reads concatenate.
+            self.batch.extend_from_slice(&self.buf[..n]);
         }
+        if self.dirs.len() >= DIR_CACHE_MAX || moves_directories(&self.batch) {
+            self.dirs.clear();
+        }
+        let batch = std::mem::take(&mut self.batch);
+        let mut dirs = std::mem::take(&mut self.dirs);
+        self.parse(&batch, &mut dirs, out, &mut written);
+        self.dirs = dirs;
+        self.batch = batch;
         if disarm {
             written.sort();
             written.dedup();
@@ -417,7 +439,7 @@ impl Fanotify {
     fn parse(
         &self,
         mut data: &[u8],
-        dirs: &mut HashMap<Vec<u8>, Option<PathBuf>>,
+        dirs: &mut HashMap<Vec<u8>, PathBuf>,
         out: &mut Vec<Change>,
         written: &mut Vec<PathBuf>,
     ) {
@@ -476,11 +498,14 @@ impl Fanotify {
                 let mut key = Vec::with_capacity(8 + handle.len());
                 key.extend_from_slice(&rec[4..12]);
                 key.extend_from_slice(handle);
-                let dir = dirs
-                    .entry(key)
-                    .or_insert_with(|| self.dir_path(fsid, handle))
-                    .clone();
-                let Some(dir) = dir else { continue };
+                // Only found paths are kept: a failed lookup may be passing (EMFILE).
+                let dir = match dirs.get(&key) {
+                    Some(d) => d.clone(),
+                    None => match self.dir_path(fsid, handle) {
+                        Some(d) => dirs.entry(key).or_insert(d).clone(),
+                        None => continue,
+                    },
+                };
                 let path = if name.is_empty() || name == b"." {
                     dir
                 } else {
@@ -510,6 +535,25 @@ impl Fanotify {
             }
         }
     }
+}
+
+/// Whether a batch of events renames or deletes a directory, or lost events (overflow):
+/// then directory paths known from earlier reads may be stale.
+fn moves_directories(mut data: &[u8]) -> bool {
+    while data.len() >= METADATA_LEN {
+        let event_len = u32::from_ne_bytes(data[0..4].try_into().unwrap()) as usize;
+        let mask = u64::from_ne_bytes(data[8..16].try_into().unwrap());
+        if mask & libc::FAN_Q_OVERFLOW != 0
+            || (mask & libc::FAN_ONDIR != 0 && mask & (libc::FAN_RENAME | libc::FAN_DELETE) != 0)
+        {
+            return true;
+        }
+        if event_len < METADATA_LEN || event_len > data.len() {
+            return true; // malformed: trust nothing remembered
+        }
+        data = &data[event_len..];
+    }
+    false
 }
 
 /// Files under `roots` that some process has open for writing now, from /proc/*/fd and
@@ -553,4 +597,46 @@ fn open_for_writing(roots: &[PathBuf]) -> Vec<PathBuf> {
     found.sort();
     found.dedup();
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One event's metadata as the kernel lays it out (no info records).
+    fn event(mask: u64) -> Vec<u8> {
+        let mut e = Vec::with_capacity(METADATA_LEN);
+        e.extend_from_slice(&(METADATA_LEN as u32).to_ne_bytes());
+        e.extend_from_slice(&[libc::FANOTIFY_METADATA_VERSION, 0]);
+        e.extend_from_slice(&(METADATA_LEN as u16).to_ne_bytes());
+        e.extend_from_slice(&mask.to_ne_bytes());
+        e.extend_from_slice(&(-1i32).to_ne_bytes());
+        e.extend_from_slice(&1i32.to_ne_bytes());
+        e
+    }
+
+    #[test]
+    fn remembered_directories_go_when_a_directory_moves() {
+        let file = libc::FAN_CREATE | libc::FAN_OPEN | libc::FAN_DELETE;
+        assert!(!moves_directories(&event(file)));
+        assert!(!moves_directories(&event(libc::FAN_RENAME)));
+        assert!(!moves_directories(&event(
+            libc::FAN_CREATE | libc::FAN_ONDIR
+        )));
+        assert!(!moves_directories(&[]));
+        for dir in [
+            libc::FAN_RENAME | libc::FAN_ONDIR,
+            libc::FAN_DELETE | libc::FAN_ONDIR,
+            libc::FAN_Q_OVERFLOW,
+        ] {
+            // Anywhere in the batch, also after file events.
+            let mut batch = event(file);
+            batch.extend(event(dir));
+            batch.extend(event(file));
+            assert!(moves_directories(&batch), "mask {dir:#x}");
+        }
+        let mut cut = event(file);
+        cut[0] = 200; // longer than the batch
+        assert!(moves_directories(&cut));
+    }
 }
