@@ -9,8 +9,8 @@
 //!
 //! Errors: a rank's failure must never leave the others waiting in a collective. Every
 //! step that can fail on some ranks ends with [`Cluster::agree`], which tells every rank
-//! which ranks failed; the failing rank keeps its own error (prefixed with its rank) and
-//! the others get [`PeerFailed`]. An error that escapes without `agree` ends the whole job
+//! which ranks failed; each failing rank prints its own error (prefixed with its rank) and
+//! rank 0 the list, before a barrier, and every rank gets a quiet [`PeerFailed`]. An error that escapes without `agree` ends the whole job
 //! through MPI_Abort in [`Cluster::finish`].
 
 use std::cell::Cell;
@@ -272,8 +272,9 @@ impl Cluster {
     }
 
     /// The collective error check: every rank calls it with its own outcome of a step.
-    /// Ok on every rank only if every rank succeeded; a failing rank gets its error
-    /// prefixed with its rank, the others [`PeerFailed`].
+    /// Ok on every rank only if every rank succeeded; otherwise each failing rank prints
+    /// its error prefixed with its rank, rank 0 which ranks failed (once, when all did),
+    /// and every rank gets a [`PeerFailed`] that is already said.
     pub fn agree<T>(&self, r: Result<T>) -> Result<T> {
         if self.size == 1 {
             return r;
@@ -289,21 +290,32 @@ impl Cluster {
             return r;
         }
         self.agreed_failure.set(true);
-        match r {
+        let said: Option<String> = match &r {
             // Every rank failed (a bad argument, most likely the same error everywhere):
             // rank 0 says it once.
-            Err(_) if failed.len() == self.size && !self.is_root() => Err(PeerFailed {
-                ranks: failed,
-                quiet: true,
-            }
-            .into()),
-            Err(e) => Err(e.context(format!("rank {}", self.rank))),
-            Ok(_) => Err(PeerFailed {
-                ranks: failed,
-                quiet: !self.is_root(),
-            }
-            .into()),
+            Err(_) if failed.len() == self.size && !self.is_root() => None,
+            Err(e) => Some(format!("rank {}: {e:#}", self.rank)),
+            Ok(_) if self.is_root() => Some(
+                PeerFailed {
+                    ranks: failed.clone(),
+                    quiet: false,
+                }
+                .to_string(),
+            ),
+            Ok(_) => None,
+        };
+        // Say it now and wait for every rank before any exits: mpirun ends the whole job
+        // as soon as one rank exits non-zero, which could be before a failing rank's own
+        // line was written.
+        if let Some(line) = &said {
+            eprintln!("fragkit: {line}");
         }
+        self.barrier();
+        Err(PeerFailed {
+            ranks: failed,
+            quiet: true,
+        }
+        .into())
     }
 
     /// End a command run as ranks: an error every rank agreed on is returned (each rank
