@@ -162,6 +162,7 @@ pub fn scan_roots(
     let mut sink = |b: Vec<FileEntry>| {
         files.extend(b);
         progress(files.len() as u64);
+        std::ops::ControlFlow::Continue(())
     };
     let workers = rayon::current_num_threads();
     let errors = walk::walk_ordered(roots, opts, &stats, workers, &Vec::new, &map, &mut sink);

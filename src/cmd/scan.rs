@@ -4,6 +4,7 @@ use anyhow::{bail, Result};
 
 use std::cmp::Ordering;
 use std::io::Write;
+use std::ops::ControlFlow;
 
 use crate::cli::{ScanArgs, ScanFormat, SortKey};
 use crate::layout::walk::{self, Root, ScannedFile, WalkOptions, WalkStats};
@@ -164,11 +165,7 @@ pub fn run(args: ScanArgs) -> Result<i32> {
                         text: b.text[l.text].into(),
                     });
                 }
-                return;
-            }
-            // A closed pipe stops the writing; the walk finishes and the status says so.
-            if failed.is_some() {
-                return;
+                return ControlFlow::Continue(());
             }
             let mut write = || -> std::io::Result<()> {
                 for l in &b.listed {
@@ -183,8 +180,14 @@ pub fn run(args: ScanArgs) -> Result<i32> {
                 }
                 Ok(())
             };
-            if let Err(e) = write() {
-                failed = Some(e);
+            match write() {
+                Ok(()) => ControlFlow::Continue(()),
+                // Nothing more can be written (a closed pipe: `| head`): stop the walk
+                // too; main exits quietly on a broken pipe.
+                Err(e) => {
+                    failed = Some(e);
+                    ControlFlow::Break(())
+                }
             }
         };
         let mut errors = std::mem::take(&mut refused);

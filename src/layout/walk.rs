@@ -10,10 +10,11 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, OsStr};
 use std::fs::File;
 use std::io;
+use std::ops::ControlFlow;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use super::model::FileLayout;
@@ -256,6 +257,9 @@ struct Walker<'a> {
     errors: Mutex<Vec<PathError>>,
     seen_links: Mutex<HashSet<(u64, u64)>>,
     fs_cache: RwLock<HashMap<u64, FsInfo>>,
+    /// Set when the sink wants no more (its output closed) or a worker panicked: the
+    /// walk lists no further directories.
+    stop: AtomicBool,
 }
 
 /// Walk `roots` (checked with [`check_root`]) and call `visit` for every regular file
@@ -273,7 +277,7 @@ where
         workers,
         &|| (),
         &|_, f| visit(f),
-        &mut |_| (),
+        &mut |_| ControlFlow::Continue(()),
     )
 }
 
@@ -292,7 +296,7 @@ pub fn walk_ordered<B: Send>(
     workers: usize,
     new_batch: &(dyn Fn() -> B + Sync),
     map: &(dyn Fn(&mut B, ScannedFile) + Sync),
-    sink: &mut dyn FnMut(B),
+    sink: &mut dyn FnMut(B) -> ControlFlow<()>,
 ) -> Vec<PathError> {
     let w = Walker {
         opts,
@@ -300,6 +304,7 @@ pub fn walk_ordered<B: Send>(
         errors: Mutex::new(Vec::new()),
         seen_links: Mutex::new(HashSet::new()),
         fs_cache: RwLock::new(HashMap::new()),
+        stop: AtomicBool::new(false),
     };
     let workers = workers.max(1);
     let run = |job: &Job| {
@@ -320,8 +325,12 @@ pub fn walk_ordered<B: Send>(
         batch
     };
     if workers == 1 {
-        // One thread: walk, map and sink inline, no hand-offs.
-        w.produce(roots, &mut |job| sink(run(&job)));
+        // One thread: walk, map and sink inline, no hand-offs (a panic unwinds as usual).
+        w.produce(roots, &mut |job| {
+            if sink(run(&job)).is_break() {
+                w.stop.store(true, Ordering::Relaxed);
+            }
+        });
     } else {
         let in_flight = workers * BATCHES_IN_FLIGHT_PER_WORKER;
         let (tokens_tx, tokens_rx) = crossbeam_channel::bounded::<()>(in_flight);
@@ -330,12 +339,14 @@ pub fn walk_ordered<B: Send>(
         }
         let (jobs_tx, jobs_rx) = crossbeam_channel::bounded::<Job>(in_flight);
         let (done_tx, done_rx) = crossbeam_channel::unbounded::<(u64, B)>();
+        // A worker's panic, kept to be raised again on this thread once the others ended.
+        let panicked: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
         std::thread::scope(|scope| {
             let w = &w;
             scope.spawn(move || {
                 w.produce(roots, &mut |job| {
                     // Wait until the sink has taken a batch if `in_flight` are out.
-                    if tokens_rx.recv().is_ok() {
+                    if tokens_rx.recv().is_ok() && !w.stop.load(Ordering::Relaxed) {
                         let _ = jobs_tx.send(job);
                     }
                 });
@@ -343,9 +354,22 @@ pub fn walk_ordered<B: Send>(
             });
             for _ in 0..workers {
                 let (jobs_rx, done_tx, run) = (jobs_rx.clone(), done_tx.clone(), &run);
+                let (tokens_tx, panicked) = (tokens_tx.clone(), &panicked);
                 scope.spawn(move || {
                     for job in jobs_rx {
-                        let _ = done_tx.send((job.seq, run(&job)));
+                        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&job))) {
+                            Ok(batch) => {
+                                let _ = done_tx.send((job.seq, batch));
+                            }
+                            Err(payload) => {
+                                // The batch never arrives, so the sink could wait for it
+                                // forever: stop the walk, free the producer, end.
+                                w.stop.store(true, Ordering::Relaxed);
+                                panicked.lock().unwrap().get_or_insert(payload);
+                                let _ = tokens_tx.try_send(());
+                                return;
+                            }
+                        }
                     }
                 });
             }
@@ -353,14 +377,26 @@ pub fn walk_ordered<B: Send>(
             let mut waiting = std::collections::BTreeMap::new();
             let mut next = 0u64;
             for (seq, batch) in done_rx {
+                if w.stop.load(Ordering::Relaxed) {
+                    // Stopping: drop what is still mapped, keep the producer moving.
+                    let _ = tokens_tx.try_send(());
+                    continue;
+                }
                 waiting.insert(seq, batch);
                 while let Some(b) = waiting.remove(&next) {
-                    sink(b);
                     next += 1;
                     let _ = tokens_tx.try_send(());
+                    if sink(b).is_break() {
+                        w.stop.store(true, Ordering::Relaxed);
+                        waiting.clear();
+                        break;
+                    }
                 }
             }
         });
+        if let Some(payload) = panicked.into_inner().unwrap() {
+            std::panic::resume_unwind(payload);
+        }
     }
     let mut errors = w.errors.into_inner().unwrap();
     errors.sort_by(|a, b| a.path.cmp(&b.path));
@@ -383,6 +419,9 @@ impl Walker<'_> {
     fn produce(&self, roots: &[Root], emit: &mut dyn FnMut(Job)) {
         let mut seq = 0u64;
         for root in roots {
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
             match root {
                 Root::File(p) => {
                     // An explicitly named file is mapped whatever its extension.
@@ -413,6 +452,9 @@ impl Walker<'_> {
         seq: &mut u64,
         emit: &mut dyn FnMut(Job),
     ) {
+        if self.stop.load(Ordering::Relaxed) {
+            return;
+        }
         self.stats.directories.fetch_add(1, Ordering::Relaxed);
         let entries = match read_dir_entries(dir.as_raw_fd()) {
             Ok(e) => e,
@@ -451,11 +493,7 @@ impl Walker<'_> {
         }
         // Byte order of the full paths: a directory sorts as "name/", so its whole subtree
         // lands where its paths sort ("a.txt" < "a/x" because '.' < '/').
-        kept.sort_unstable_by(|(a, ad), (b, bd)| {
-            let a = a.iter().chain(ad.then_some(&b'/'));
-            let b = b.iter().chain(bd.then_some(&b'/'));
-            a.cmp(b)
-        });
+        kept.sort_unstable_by(|(a, ad), (b, bd)| path_order(a, *ad, b, *bd));
         let dir = std::sync::Arc::new(dir);
         let dir_path = std::sync::Arc::new(path);
         let mut names: Vec<Vec<u8>> = Vec::new();
@@ -471,6 +509,9 @@ impl Walker<'_> {
             }
         };
         for (name, is_dir) in kept {
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
             if !is_dir {
                 names.push(name);
                 if names.len() == FILES_PER_BATCH {
@@ -673,7 +714,17 @@ fn cpath(p: &Path) -> io::Result<std::ffi::CString> {
 
 /// openat(2) with O_CLOEXEC added.
 pub fn open_at(dirfd: RawFd, p: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = cpath(p)?;
+    // Names from a directory fit NAME_MAX: NUL-terminated on the stack, not the heap.
+    let bytes = p.as_os_str().as_bytes();
+    let mut stack = [0u8; 256];
+    let heap;
+    let c: &CStr = if bytes.len() < stack.len() && !bytes.contains(&0) {
+        stack[..bytes.len()].copy_from_slice(bytes);
+        CStr::from_bytes_until_nul(&stack).expect("NUL-terminated")
+    } else {
+        heap = cpath(p)?;
+        &heap
+    };
     // SAFETY: openat with a valid C string; the returned fd is owned here.
     let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
@@ -721,6 +772,19 @@ fn fstatat_nofollow(dirfd: RawFd, name: &[u8]) -> io::Result<libc::stat> {
         return Err(io::Error::last_os_error());
     }
     Ok(st)
+}
+
+/// Byte order of two names of one directory as parts of full paths, a directory's name
+/// followed by '/'. Compares the common prefix as slices (memcmp): the chained-iterator
+/// comparison this replaces was 23% of a one-thread scan's instructions (callgrind).
+fn path_order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    a[..n].cmp(&b[..n]).then_with(|| {
+        // One name is a prefix of the other. Names hold no '/', so the next bytes differ
+        // unless both names are equal.
+        let next = |s: &[u8], dir: bool| s.get(n).copied().or(dir.then_some(b'/'));
+        next(a, a_dir).cmp(&next(b, b_dir))
+    })
 }
 
 fn mode_to_dtype(mode: libc::mode_t) -> u8 {
@@ -840,5 +904,98 @@ mod tests {
             "{e:?}"
         );
         assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn path_order_is_byte_order_of_full_paths() {
+        // (name, is_dir) → the key the walk orders by: name, then '/' for a directory.
+        let names: &[(&[u8], bool)] = &[
+            (b"a", true),
+            (b"a.txt", false),
+            (b"a", false),
+            (b"ab", true),
+            (b"a0", false),
+            (b"b", false),
+            (b"", false),
+            (b"a-", true),
+        ];
+        for &(a, ad) in names {
+            for &(b, bd) in names {
+                let key = |s: &[u8], d: bool| {
+                    let mut k = s.to_vec();
+                    if d {
+                        k.push(b'/');
+                    }
+                    k
+                };
+                assert_eq!(
+                    path_order(a, ad, b, bd),
+                    key(a, ad).cmp(&key(b, bd)),
+                    "{a:?}/{ad} vs {b:?}/{bd}"
+                );
+            }
+        }
+    }
+
+    /// A tree of `dirs` directories with one small file each: one batch per directory.
+    fn one_file_dirs(dirs: usize) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        for d in 0..dirs {
+            let dd = t.path().join(format!("d{d:03}"));
+            std::fs::create_dir(&dd).unwrap();
+            std::fs::write(dd.join("f"), b"x").unwrap();
+        }
+        t
+    }
+
+    #[test]
+    fn sink_break_stops_the_walk() {
+        let t = one_file_dirs(200);
+        for workers in [1, 2] {
+            let stats = WalkStats::default();
+            let mut sunk = 0;
+            let roots = [check_root(t.path()).unwrap()];
+            walk_ordered(
+                &roots,
+                &WalkOptions::default(),
+                &stats,
+                workers,
+                &|| 0usize,
+                &|n, _| *n += 1,
+                &mut |_| {
+                    sunk += 1;
+                    ControlFlow::Break(())
+                },
+            );
+            assert_eq!(sunk, 1, "workers {workers}");
+            // The producer stops listing: far fewer than all 200 directories were read
+            // (at most the batches already in flight when the sink said stop).
+            let dirs = stats.snapshot().directories;
+            assert!(dirs < 100, "workers {workers}: {dirs} directories read");
+        }
+    }
+
+    #[test]
+    fn a_worker_panic_reaches_the_caller() {
+        let t = one_file_dirs(40);
+        let roots = [check_root(t.path()).unwrap()];
+        let stats = WalkStats::default();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            walk_ordered(
+                &roots,
+                &WalkOptions::default(),
+                &stats,
+                2,
+                &|| (),
+                &|_, f| {
+                    if f.path.ends_with("d005/f") {
+                        panic!("mapping d005 failed");
+                    }
+                },
+                &mut |_| ControlFlow::Continue(()),
+            )
+        }));
+        let payload = r.expect_err("the panic propagates instead of hanging the walk");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"mapping d005 failed"));
     }
 }

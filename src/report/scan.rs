@@ -1,6 +1,7 @@
 //! Output of `fragkit scan`: table, JSON (the docs/design.md contract), NDJSON and CSV.
 
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 
 use serde::Serialize;
 
@@ -260,42 +261,60 @@ fn error_json(e: &PathError) -> ErrorJson<'_> {
 pub fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
     let m = &f.metrics;
     let mut n = itoa::Buffer::new();
-    let mut num = |out: &mut Vec<u8>, key: &[u8], v: u64| {
+    // Inlined, so each constant key is copied by a few moves instead of a memcpy call
+    // (39 calls per file were 5% of a one-thread scan's instructions, callgrind).
+    #[inline(always)]
+    fn put(out: &mut Vec<u8>, n: &mut itoa::Buffer, key: &[u8], v: u64) {
         out.extend_from_slice(key);
         out.extend_from_slice(n.format(v).as_bytes());
-    };
+    }
+    macro_rules! num {
+        ($out:expr, $key:expr, $v:expr) => {
+            put($out, &mut n, $key, $v)
+        };
+    }
+    // A whole-output reserve once per file: the ~40 small appends below then never grow
+    // the buffer one by one.
+    out.reserve(1024);
     out.extend_from_slice(b"{\"path\":");
-    json_str(out, &f.file.path.to_string_lossy());
+    let path = f.file.path.as_os_str().as_bytes();
+    match std::str::from_utf8(path) {
+        Ok(p) => json_str(out, p),
+        Err(_) => json_str(out, &String::from_utf8_lossy(path)),
+    }
     let (major, minor) = crate::sys::dev::split(f.file.dev);
-    num(out, b",\"dev\":\"", major.into());
-    num(out, b":", minor.into());
-    num(out, b"\",\"ino\":", f.file.ino);
+    num!(out, b",\"dev\":\"", major.into());
+    num!(out, b":", minor.into());
+    num!(out, b"\",\"ino\":", f.file.ino);
     out.extend_from_slice(b",\"fs\":");
-    json_str(out, &f.file.fs.type_name());
-    num(out, b",\"block_size\":", f.file.fs.block_size.into());
-    num(out, b",\"size\":", m.size);
-    num(out, b",\"allocated\":", m.allocated);
+    match crate::sys::fsinfo::known_fs_name(f.file.fs.magic) {
+        Some(name) => json_str(out, name),
+        None => json_str(out, &f.file.fs.type_name()),
+    }
+    num!(out, b",\"block_size\":", f.file.fs.block_size.into());
+    num!(out, b",\"size\":", m.size);
+    num!(out, b",\"allocated\":", m.allocated);
     out.extend_from_slice(b",\"extents\":[");
     for (i, e) in f.file.layout.extents.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        num(out, b"{\"logical\":", e.logical);
-        num(out, b",\"physical\":", e.physical);
-        num(out, b",\"length\":", e.length);
+        num!(out, b"{\"logical\":", e.logical);
+        num!(out, b",\"physical\":", e.physical);
+        num!(out, b",\"length\":", e.length);
         out.extend_from_slice(b",\"flags\":[");
         flags_json(out, e.flags);
         out.extend_from_slice(b"]}");
     }
-    num(out, b"],\"fragments\":", m.fragments);
-    num(out, b",\"holes\":", m.holes);
-    num(out, b",\"hole_bytes\":", m.hole_bytes);
-    num(out, b",\"unwritten_bytes\":", m.unwritten_bytes);
-    num(out, b",\"delalloc_bytes\":", m.delalloc_bytes);
-    num(out, b",\"shared_bytes\":", m.shared_bytes);
-    num(out, b",\"encoded_bytes\":", m.encoded_bytes);
-    num(out, b",\"inline_bytes\":", m.inline_bytes);
-    num(out, b",\"blocks\":", m.blocks);
+    num!(out, b"],\"fragments\":", m.fragments);
+    num!(out, b",\"holes\":", m.holes);
+    num!(out, b",\"hole_bytes\":", m.hole_bytes);
+    num!(out, b",\"unwritten_bytes\":", m.unwritten_bytes);
+    num!(out, b",\"delalloc_bytes\":", m.delalloc_bytes);
+    num!(out, b",\"shared_bytes\":", m.shared_bytes);
+    num!(out, b",\"encoded_bytes\":", m.encoded_bytes);
+    num!(out, b",\"inline_bytes\":", m.inline_bytes);
+    num!(out, b",\"blocks\":", m.blocks);
     out.extend_from_slice(b",\"layout_score\":");
     json_f64(out, round4(m.layout_score()));
     for (key, d) in [
@@ -303,18 +322,18 @@ pub fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
         (b",\"frag_distances\":", &m.frag_distances),
     ] {
         out.extend_from_slice(key);
-        num(out, b"{\"count\":", d.count);
-        num(out, b",\"min\":", d.min);
-        num(out, b",\"max\":", d.max);
-        num(out, b",\"sum\":", d.sum);
+        num!(out, b"{\"count\":", d.count);
+        num!(out, b",\"min\":", d.min);
+        num!(out, b",\"max\":", d.max);
+        num!(out, b",\"sum\":", d.sum);
         out.extend_from_slice(b",\"buckets\":[");
         for (i, b) in d.buckets.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            num(out, b"{\"min\":", b.min);
-            num(out, b",\"max\":", b.max);
-            num(out, b",\"count\":", b.count);
+            num!(out, b"{\"min\":", b.min);
+            num!(out, b",\"max\":", b.max);
+            num!(out, b",\"count\":", b.count);
             out.push(b'}');
         }
         out.extend_from_slice(b"]}");
@@ -324,23 +343,23 @@ pub fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
         if i > 0 {
             out.push(b',');
         }
-        num(out, b"{\"size\":", r.size);
-        num(out, b",\"split\":", r.split);
-        num(out, b",\"ideal\":", r.ideal);
-        num(out, b",\"extra\":", r.extra());
+        num!(out, b"{\"size\":", r.size);
+        num!(out, b",\"split\":", r.split);
+        num!(out, b",\"ideal\":", r.ideal);
+        num!(out, b",\"extra\":", r.extra());
         out.extend_from_slice(b",\"ratio\":");
         json_f64(out, round4(r.ratio()));
-        num(out, b",\"move_bytes\":", *mv);
+        num!(out, b",\"move_bytes\":", *mv);
         out.push(b'}');
     }
     out.push(b']');
     if let Some(c) = &f.model {
-        num(out, b",\"model\":{\"read_ns\":", c.read_ns);
-        num(out, b",\"contiguous_ns\":", c.contiguous_ns);
+        num!(out, b",\"model\":{\"read_ns\":", c.read_ns);
+        num!(out, b",\"contiguous_ns\":", c.contiguous_ns);
         out.extend_from_slice(b",\"ratio\":");
         json_f64(out, round4(c.ratio()));
-        num(out, b",\"collisions\":", c.collisions);
-        num(out, b",\"device_reads\":", c.device_reads);
+        num!(out, b",\"collisions\":", c.collisions);
+        num!(out, b",\"device_reads\":", c.device_reads);
         out.push(b'}');
     }
     out.push(b'}');

@@ -105,23 +105,31 @@ pub fn block_size_of(fd: BorrowedFd<'_>) -> io::Result<u32> {
 }
 
 pub fn fs_type_name(magic: u64) -> String {
-    match magic {
-        EXT4_MAGIC => "ext4".into(),
-        XFS_MAGIC => "xfs".into(),
-        BTRFS_MAGIC => "btrfs".into(),
-        F2FS_MAGIC => "f2fs".into(),
-        TMPFS_MAGIC => "tmpfs".into(),
-        0x9fa0 => "proc".into(),
-        0x6265_6572 => "sysfs".into(),
-        0x794c_7630 => "overlay".into(),
-        0x6573_5546 => "fuse".into(),
-        0x6969 => "nfs".into(),
-        0x5346_544e => "ntfs".into(),
-        0x4d44 => "vfat".into(),
-        0x2fc1_2fc1 => "zfs".into(),
-        0xcafe_4a11 => "bpf".into(),
-        CGROUP2_MAGIC => "cgroup2".into(),
-        0xca45_1a4e => "bcachefs".into(),
-        other => format!("{other:#x}"),
+    match known_fs_name(magic) {
+        Some(name) => name.into(),
+        None => format!("{magic:#x}"),
     }
+}
+
+/// The name of a file system type this tool knows by its magic number.
+pub fn known_fs_name(magic: u64) -> Option<&'static str> {
+    Some(match magic {
+        EXT4_MAGIC => "ext4",
+        XFS_MAGIC => "xfs",
+        BTRFS_MAGIC => "btrfs",
+        F2FS_MAGIC => "f2fs",
+        TMPFS_MAGIC => "tmpfs",
+        0x9fa0 => "proc",
+        0x6265_6572 => "sysfs",
+        0x794c_7630 => "overlay",
+        0x6573_5546 => "fuse",
+        0x6969 => "nfs",
+        0x5346_544e => "ntfs",
+        0x4d44 => "vfat",
+        0x2fc1_2fc1 => "zfs",
+        0xcafe_4a11 => "bpf",
+        CGROUP2_MAGIC => "cgroup2",
+        0xca45_1a4e => "bcachefs",
+        _ => return None,
+    })
 }
