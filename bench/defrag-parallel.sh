@@ -8,7 +8,8 @@
 # The physical floor, measured in the same round on the same loop device after the run:
 # a plain O_DIRECT copy of as many bytes as -j 2 moved (fio: a sequential 1 MiB read of
 # them and a sequential 1 MiB write of as many, at once, io_uring QD 4 each, on the device
-# itself; the image is restored before the next run). floor = that copy's wall time.
+# itself, caches dropped first, the write fsynced at its end as the defrag's run ends with a
+# sync; the image is restored before the next run). floor = that copy's wall time.
 # Prints the median ratio time(-j 1) / time(-j 2) (goal >= 1.8 on 2 cores) and
 # time(-j 2) / floor (goal <= 1.3), each as median (min–max, n).
 # Usage (root): bench/defrag-parallel.sh [ext4|xfs|btrfs] [PAIRS] [FILES] [FILE_MIB] [FS_MIB]
@@ -70,9 +71,11 @@ run() {
   # The floor: O_DIRECT read of `moved` bytes and write of as many, at once, on this device.
   half=$(( $(blockdev --getsize64 "$loopdev") / 2 / 1048576 * 1048576 ))
   local mib=$(( (moved + 1048575) / 1048576 ))
+  # From the same cold cache as the defrag, and durable at the end as the defrag's sync.
+  sync; echo 3 > /proc/sys/vm/drop_caches
   fio --output-format=json --output="$work/floor.json" --ioengine=io_uring --direct=1 --bs=1M --iodepth=4 \
     --filename="$loopdev" --size="${mib}M" \
-    --name=r --rw=read --offset=0 --name=w --rw=write --offset="$half" > /dev/null
+    --name=r --rw=read --offset=0 --name=w --rw=write --offset="$half" --end_fsync=1 > /dev/null
   local floor
   floor=$(python3 -c 'import json,sys; print(max(j["job_runtime"] for j in json.load(open(sys.argv[1]))["jobs"]) / 1000)' "$work/floor.json")
   losetup -d "$loopdev"; loopdev=""
