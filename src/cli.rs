@@ -283,6 +283,9 @@ pub struct DefragArgs {
     /// Allow the non-crash-safe rewrite method
     #[arg(long = "unsafe")]
     pub r#unsafe: bool,
+    /// Files defragmented at once; 1 = one after the other [default: number of CPUs]
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
 }

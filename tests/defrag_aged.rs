@@ -36,45 +36,7 @@ fn counts(dir: &Path) -> BTreeMap<PathBuf, (u64, u64)> {
 /// A scratch fs aged into small free holes, with four 16 MiB round-robin files in fp/
 /// (they take the few large free runs PAF leaves, so only holes of <= 6 MiB remain).
 fn aged(fs: FsType) -> Scratch {
-    let s = scratch(
-        fs,
-        384 << 20,
-        if fs == FsType::Ext4 {
-            &["-m", "0"]
-        } else {
-            &[]
-        },
-    );
-    let m = s.mountpoint().to_string_lossy().to_string();
-    // btrfs needs room for its metadata chunks: 75% instead of 85% full before deletes.
-    let spec = if fs == FsType::Btrfs {
-        "PAF:75.50@64K"
-    } else {
-        "PAF:85.50@64K"
-    };
-    let out = fragkit(&["age", "paf", "--target", &m, spec]);
-    assert!(
-        out.status.success(),
-        "age paf: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let fp = s.mountpoint().join("fp");
-    std::fs::create_dir(&fp).unwrap();
-    let out = fragkit(&[
-        "age",
-        "fragpicker-synthetic",
-        "--files",
-        "4",
-        "--size",
-        "16M",
-        &fp.to_string_lossy(),
-    ]);
-    assert!(
-        out.status.success(),
-        "age fragpicker-synthetic: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    s
+    paf_aged(fs, 384 << 20, "4", "16M")
 }
 
 /// A pick profile that reads every other 128 KiB of each file (FragPicker's stride).

@@ -73,9 +73,10 @@ fn file_vanished_mid_run_is_listed_with_exit_1() {
     let (a, b) = (s.mountpoint().join("a.db"), s.mountpoint().join("b.db"));
     fill_punch_fragment(&s, &a, 4 << 20, 16 << 10);
     fill_punch_fragment(&s, &b, 1 << 20, 16 << 10);
-    // a first, slowed to 2 MB/s (about 2 s); b is deleted while a is being moved.
+    // a first, slowed to 2 MB/s (about 2 s); b is deleted while a is being moved (one
+    // worker, so b waits for a).
     let child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
-        .args(["defrag", "--max-rate", "2", "--format", "json"])
+        .args(["defrag", "-j", "1", "--max-rate", "2", "--format", "json"])
         .arg(&a)
         .arg(&b)
         .stdout(std::process::Stdio::piped())

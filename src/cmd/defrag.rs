@@ -31,6 +31,11 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         DefragMode::Bypass => Mode::Bypass,
         DefragMode::Full => Mode::Full,
     };
+    let jobs = match args.jobs {
+        Some(0) => bail!("-j 0: expected at least 1 (the number of files defragmented at once)"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let opts = DefragOptions {
         mode,
         request_size: args.io_size,
@@ -45,6 +50,7 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         unshare: args.unshare,
         force: args.force,
         allow_unsafe: args.r#unsafe,
+        jobs,
     };
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
     if !io::stderr().is_terminal() {
@@ -56,9 +62,10 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         )
         .expect("static template"),
     );
+    // Workers report from several threads: never move the bar backwards.
     let progress = |done: u64, total: u64| {
         bar.set_length(total);
-        bar.set_position(done);
+        bar.set_position(done.max(bar.position()));
     };
     let report = defrag::run(&args.paths, &opts, &progress)?;
     bar.finish_and_clear();

@@ -397,3 +397,47 @@ pub fn hypothetical_worst_ideal(path: PathBuf) -> fragkit::age::hypothetical::Hy
         read_back: false,
     }
 }
+
+/// A scratch fs of `size` aged into small free holes (PAF fills it to 85% — btrfs 75%, it
+/// needs room for metadata chunks — and deletes half at random), then `files` FragPicker
+/// round-robin files of `file_size` in fp/ (they take the few large free runs left).
+pub fn paf_aged(fs: FsType, size: u64, files: &str, file_size: &str) -> Scratch {
+    let s = scratch(
+        fs,
+        size,
+        if fs == FsType::Ext4 {
+            &["-m", "0"]
+        } else {
+            &[]
+        },
+    );
+    let m = s.mountpoint().to_string_lossy().to_string();
+    let spec = if fs == FsType::Btrfs {
+        "PAF:75.50@64K"
+    } else {
+        "PAF:85.50@64K"
+    };
+    let out = fragkit(&["age", "paf", "--target", &m, spec]);
+    assert!(
+        out.status.success(),
+        "age paf: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fp = s.mountpoint().join("fp");
+    std::fs::create_dir(&fp).unwrap();
+    let out = fragkit(&[
+        "age",
+        "fragpicker-synthetic",
+        "--files",
+        files,
+        "--size",
+        file_size,
+        &fp.to_string_lossy(),
+    ]);
+    assert!(
+        out.status.success(),
+        "age fragpicker-synthetic: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `defrag -j 1` against `defrag -j 2` on a whole aged file system of many files (issue 15
+# item 4). One image is aged once (PAF fills it to 85% and deletes half at random, then
+# FILES FragPicker round-robin files of FILE_MIB each grow in the holes), kept, and copied
+# back before every run, so every run starts from the same layout. Rounds alternate the
+# order (A B, B A, ...). Per run: wall time of `defrag --mode bypass` over the whole mount
+# point, the device's read/write requests and bytes (same work proof), bytes moved.
+# The physical floor, measured in the same round on the same loop device after the run:
+# a plain O_DIRECT copy of as many bytes as -j 2 moved (fio: a sequential 1 MiB read of
+# them and a sequential 1 MiB write of as many, at once, io_uring QD 4 each, on the device
+# itself, caches dropped first, the write fsynced at its end as the defrag's run ends with a
+# sync; the image is restored before the next run). floor = that copy's wall time.
+# Prints the median ratio time(-j 1) / time(-j 2) (goal >= 1.8 on 2 cores) and
+# time(-j 2) / floor (goal <= 1.3), each as median (min–max, n).
+# Usage (root): bench/defrag-parallel.sh [ext4|xfs|btrfs] [PAIRS] [FILES] [FILE_MIB] [FS_MIB]
+# Timing runs should hold the bench lock: flock /work/bench.lock nice -n -15 ionice -c1 ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fs=${1:-ext4}; pairs=${2:-7}; files=${3:-16}; file_mib=${4:-4}; fs_mib=${5:-512}
+for v in pairs files file_mib fs_mib; do
+  [[ ${!v} =~ ^[0-9]+$ && ${!v} -ge 1 ]] || { echo "bench/defrag-parallel.sh: $v: expected a number >= 1, got '${!v}'" >&2; exit 2; }
+done
+# shellcheck source=bench/lib.sh
+source bench/lib.sh # band, first_of
+[[ $(id -u) -eq 0 ]] || { echo "bench/defrag-parallel.sh: needs root (scratch file systems)" >&2; exit 1; }
+command -v fio >/dev/null || { echo "bench/defrag-parallel.sh: fio not installed (scripts/install-deps)" >&2; exit 1; }
+cargo build --release -q
+fk=$PWD/target/release/fragkit
+work=$(mktemp -d /tmp/fragkit-defrag-parallel.XXXXXX)
+mnt=$work/mnt; mkdir -p "$mnt"
+loopdev=""
+cleanup() {
+  mountpoint -q "$mnt" && umount "$mnt"
+  [[ -n $loopdev ]] && losetup -d "$loopdev" 2>/dev/null || true
+  [[ -n ${aged:-} ]] && $fk scratch destroy "$aged" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkfs_args=""; [[ $fs == ext4 ]] && mkfs_args="-m 0"
+spec="PAF:85.50@64K"; [[ $fs == btrfs ]] && spec="PAF:75.50@64K"  # btrfs: room for metadata
+aged=$($fk scratch create --fs "$fs" --size "${fs_mib}M" --dir "$work/aged" --mkfs-args "$mkfs_args" 2>/dev/null)
+echo "aging: $fs ${fs_mib} MiB, age paf $spec, then $files x $file_mib MiB fragpicker-synthetic ..." >&2
+$fk age paf --target "$aged" "$spec" >/dev/null
+mkdir "$aged/fp"
+$fk age fragpicker-synthetic --files "$files" --size "${file_mib}M" "$aged/fp" >/dev/null
+sync
+$fk scan --summary-only "$aged" | sed -n 1,4p >&2
+image=$(ls "$work"/aged/*.img)
+umount "$aged"
+
+stat_fields() { awk '{ print $1, $3 * 512, $5, $7 * 512 }' "/sys/block/$1/stat"; }  # reads, read B, writes, written B
+attach() {
+  cp --sparse=always "$image" "$work/copy.img"
+  loopdev=$(losetup --find --show "$work/copy.img")
+  mount "$loopdev" "$mnt"
+}
+detach() { umount "$mnt"; losetup -d "$loopdev"; loopdev=""; }
+# run JOBS: one defrag on a fresh copy, then the copy floor on the same device; appends
+# "jobs time_s reads read_B writes written_B moved_B ranges_moved files_worse exit floor_s"
+run() {
+  local j=$1 dev s0 s1 t0 t1 code moved rest half
+  attach; dev=$(basename "$loopdev")
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  s0=$(stat_fields "$dev"); t0=$(date +%s.%N)
+  code=0; "$fk" defrag --mode bypass -j "$j" --format json "$mnt" > "$work/report.json" 2>/dev/null || code=$?
+  sync; t1=$(date +%s.%N); s1=$(stat_fields "$dev")
+  [[ $code -le 1 ]] || { echo "bench/defrag-parallel.sh: defrag -j $j exited $code" >&2; exit 1; }
+  read -r moved rest < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s["bytes_moved"], s["ranges_moved"], s["files_worse"])' "$work/report.json")
+  umount "$mnt"
+  # The floor: O_DIRECT read of `moved` bytes and write of as many, at once, on this device.
+  half=$(( $(blockdev --getsize64 "$loopdev") / 2 / 1048576 * 1048576 ))
+  local mib=$(( (moved + 1048575) / 1048576 ))
+  # From the same cold cache as the defrag, and durable at the end as the defrag's sync.
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  fio --output-format=json --output="$work/floor.json" --ioengine=io_uring --direct=1 --bs=1M --iodepth=4 \
+    --filename="$loopdev" --size="${mib}M" \
+    --name=r --rw=read --offset=0 --name=w --rw=write --offset="$half" --end_fsync=1 > /dev/null
+  local floor
+  floor=$(python3 -c 'import json,sys; print(max(j["job_runtime"] for j in json.load(open(sys.argv[1]))["jobs"]) / 1000)' "$work/floor.json")
+  losetup -d "$loopdev"; loopdev=""
+  paste -d' ' <(echo "$j $(echo "$t1 - $t0" | bc -l)") <(echo "$s0") <(echo "$s1") <(echo "$moved $rest $code $floor") |
+    awk '{ print $1, $2, $7 - $3, $8 - $4, $9 - $5, $10 - $6, $11, $12, $13, $14, $15 }' >> "$work/runs"
+}
+: > "$work/runs"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for ((r = 0; r < pairs; r++)); do
+  if [[ $(first_of "$r" 2) -eq 0 ]]; then run 1; run 2; else run 2; run 1; fi
+  tail -2 "$work/runs" >&2
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+col() { awk -v j="$1" -v c="$2" '$1 == j { print $c }' "$work/runs"; }
+printf "%-4s %-24s %-22s %-22s %-22s %-22s %-14s %s\n" jobs time_s "reads" "read_MiB" "writes" "written_MiB" moved_MiB "time/floor"
+for j in 1 2; do
+  printf "%-4s %-24s %-22s %-22s %-22s %-22s %-14s %s\n" "$j" "$(col "$j" 2 | band 2)" "$(col "$j" 3 | band 0)" \
+    "$(col "$j" 4 | awk '{ print $1 / 1048576 }' | band 1)" "$(col "$j" 5 | band 0)" \
+    "$(col "$j" 6 | awk '{ print $1 / 1048576 }' | band 1)" "$(col "$j" 7 | awk '{ print $1 / 1048576 }' | band 1)" \
+    "$(paste <(col "$j" 2) <(col "$j" 11) | awk '{ print $1 / $2 }' | band 2)"
+done
+echo "files worse (all runs): $(awk '{ s += $9 } END { print s + 0 }' "$work/runs"); exit statuses (status×runs) -j 1: $(col 1 10 | sort | uniq -c | awk '{ printf "%s×%s ", $2, $1 }')/ -j 2: $(col 2 10 | sort | uniq -c | awk '{ printf "%s×%s ", $2, $1 }')"
+echo "floor (O_DIRECT copy of the bytes moved, same device, same round): $(col 2 11 | band 2) s"
+# Pairs in run order: round r's -j 1 and -j 2 runs are rows 2r+1 and 2r+2 in some order.
+echo "speed-up time(-j 1) / time(-j 2), per pair: $(awk '{ t[$1] = $2 } NR % 2 == 0 { print t[1] / t[2] }' "$work/runs" | band 2) (goal >= 1.8)"
+echo "time(-j 2) / floor: $(paste <(col 2 2) <(col 2 11) | awk '{ print $1 / $2 }' | band 2) (goal <= 1.3)"
