@@ -307,20 +307,27 @@ fn open_rw(p: &Path, create: bool) -> Result<File> {
         .with_context(|| format!("{}: cannot open", p.display()))
 }
 
-/// Steps done per file, and how many threads wait for one.
+/// Steps done per file, how many threads wait for one, and whether a thread failed (its
+/// later steps will never be done: the others must stop instead of waiting for them).
 struct Order {
-    done: Mutex<(Vec<u32>, usize)>,
+    done: Mutex<(Vec<u32>, usize, bool)>,
     cv: Condvar,
 }
 
+const STOPPED: &str = "stopped: another fileserver thread failed";
+
 impl Order {
-    fn wait(&self, f: u64, ticket: u32) {
+    fn wait(&self, f: u64, ticket: u32) -> Result<()> {
         let mut g = self.done.lock().expect("order lock");
         while g.0[f as usize] != ticket {
+            if g.2 {
+                bail!(STOPPED);
+            }
             g.1 += 1;
             g = self.cv.wait(g).expect("order lock");
             g.1 -= 1;
         }
+        Ok(())
     }
     fn finish(&self, f: u64) {
         let mut g = self.done.lock().expect("order lock");
@@ -328,6 +335,10 @@ impl Order {
         if g.1 > 0 {
             self.cv.notify_all();
         }
+    }
+    fn fail(&self) {
+        self.done.lock().expect("order lock").2 = true;
+        self.cv.notify_all();
     }
 }
 
@@ -344,6 +355,18 @@ fn timed<T>(t: &mut Totals, op: usize, f: impl FnOnce() -> Result<(T, u64)>) -> 
     Ok(v)
 }
 
+/// writewholefile / fileset_alloc_file: `size` bytes in writes of at most `iosize`.
+fn write_whole(fh: &mut File, p: &Path, size: u64, iosize: u64, data: &[u8]) -> Result<u64> {
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(iosize) as usize;
+        fh.write_all(&data[..n])
+            .with_context(|| format!("{}: write", p.display()))?;
+        left -= n as u64;
+    }
+    Ok(size)
+}
+
 /// closefile: close(2) timed (std's File ignores close errors, as filebench does).
 fn close(t: &mut Totals, op: usize, fh: File) {
     let start = Instant::now();
@@ -351,6 +374,97 @@ fn close(t: &mut Totals, op: usize, fh: File) {
     let e = &mut t[op];
     e.0 += 1;
     e.2 += start.elapsed().as_nanos() as u64;
+}
+
+/// Thread `th`'s loops (th, th + threads, ...), each step after the plan's previous step
+/// on its file.
+fn run_loops(
+    th: usize,
+    spec: &FilebenchSpec,
+    plan: &Plan,
+    order: &Order,
+    pb: &indicatif::ProgressBar,
+    data: &[u8],
+    root: &Path,
+) -> Result<Totals> {
+    let path = |f: u64| super::fileserver::file_path(root, f, spec.dir_width);
+    let write_whole =
+        |fh: &mut File, p: &Path, size: u64| write_whole(fh, p, size, spec.iosize, data);
+    let mut t: Totals = [(0, 0, 0); 11];
+    let mut rbuf = vec![0u8; spec.iosize as usize];
+    let mut k = th;
+    while k < plan.loops.len() {
+        let l = plan.loops[k];
+        let tk = plan.tickets[k];
+        // createfile1, wrtfile1, closefile1
+        order.wait(l.create, tk[0])?;
+        let p = path(l.create);
+        let mut fh = timed(&mut t, 0, || Ok((open_rw(&p, true)?, 0)))?;
+        timed(&mut t, 1, || {
+            Ok(((), write_whole(&mut fh, &p, l.create_size)?))
+        })?;
+        close(&mut t, 2, fh);
+        order.finish(l.create);
+        // openfile1, appendfilerand1, closefile2
+        order.wait(l.append, tk[1])?;
+        let p = path(l.append);
+        let mut fh = timed(&mut t, 3, || Ok((open_rw(&p, false)?, 0)))?;
+        timed(&mut t, 4, || {
+            if l.append_size > 0 {
+                fh.seek(SeekFrom::End(0))
+                    .and_then(|_| fh.write_all(&data[..l.append_size as usize]))
+                    .with_context(|| format!("{}: append", p.display()))?;
+            }
+            Ok(((), l.append_size))
+        })?;
+        close(&mut t, 5, fh);
+        order.finish(l.append);
+        // openfile2, readfile1, closefile3
+        order.wait(l.read, tk[2])?;
+        let p = path(l.read);
+        let mut fh = timed(&mut t, 6, || Ok((open_rw(&p, false)?, 0)))?;
+        let got = timed(&mut t, 7, || {
+            let mut got = 0u64;
+            loop {
+                let n = fh
+                    .read(&mut rbuf)
+                    .with_context(|| format!("{}: read", p.display()))?;
+                if n == 0 {
+                    break;
+                }
+                got += n as u64;
+            }
+            Ok((got, got))
+        })?;
+        if got != l.read_size {
+            bail!(
+                "{}: read {got} bytes, the plan says the file holds {}",
+                p.display(),
+                l.read_size
+            );
+        }
+        close(&mut t, 8, fh);
+        order.finish(l.read);
+        // deletefile1
+        order.wait(l.delete, tk[3])?;
+        let p = path(l.delete);
+        timed(&mut t, 9, || {
+            fs::remove_file(&p).with_context(|| format!("{}: cannot delete", p.display()))?;
+            Ok(((), 0))
+        })?;
+        order.finish(l.delete);
+        // statfile1
+        order.wait(l.stat, tk[4])?;
+        let p = path(l.stat);
+        timed(&mut t, 10, || {
+            fs::metadata(&p).with_context(|| format!("{}: cannot stat", p.display()))?;
+            Ok(((), 0))
+        })?;
+        order.finish(l.stat);
+        pb.inc(1);
+        k += spec.threads;
+    }
+    Ok(t)
 }
 
 pub fn run(spec: &FilebenchSpec) -> Result<FilebenchReport> {
@@ -388,122 +502,52 @@ pub fn run(spec: &FilebenchSpec) -> Result<FilebenchReport> {
     );
     let data = buf.as_slice();
     let path = |f: u64| super::fileserver::file_path(&root, f, spec.dir_width);
-    // writewholefile / fileset_alloc_file: the entry's size in writes of at most iosize.
-    let write_whole = |fh: &mut File, p: &Path, size: u64| -> Result<u64> {
-        let mut left = size;
-        while left > 0 {
-            let n = left.min(spec.iosize) as usize;
-            fh.write_all(&data[..n])
-                .with_context(|| format!("{}: write", p.display()))?;
-            left -= n as u64;
-        }
-        Ok(size)
-    };
     let pb = super::progress_bar(plan.initial.len() as u64 + spec.loops, "age fileserver");
     // Preallocation, one thread, as fileserver.f (no paralloc) does.
     for &f in &plan.initial {
         let p = path(f);
         let mut fh = File::create(&p).with_context(|| format!("{}: cannot create", p.display()))?;
-        write_whole(&mut fh, &p, plan.entry_size[f as usize])?;
+        write_whole(&mut fh, &p, plan.entry_size[f as usize], spec.iosize, data)?;
         pb.inc(1);
     }
     // SAFETY: sync(2) has no arguments and cannot fail.
     unsafe { libc::sync() };
 
     let order = Order {
-        done: Mutex::new((vec![0; spec.files as usize], 0)),
+        done: Mutex::new((vec![0; spec.files as usize], 0, false)),
         cv: Condvar::new(),
     };
     let run_start = Instant::now();
     let per_thread: Vec<Totals> = std::thread::scope(|s| -> Result<Vec<Totals>> {
         let hs: Vec<_> = (0..spec.threads)
             .map(|th| {
-                let (plan, order, pb, path, write_whole) =
-                    (&plan, &order, &pb, &path, &write_whole);
+                let (plan, order, pb, root) = (&plan, &order, &pb, &root);
                 s.spawn(move || -> Result<Totals> {
-                    let mut t: Totals = [(0, 0, 0); 11];
-                    let mut rbuf = vec![0u8; spec.iosize as usize];
-                    let mut k = th;
-                    while k < plan.loops.len() {
-                        let l = plan.loops[k];
-                        let tk = plan.tickets[k];
-                        // createfile1, wrtfile1, closefile1
-                        order.wait(l.create, tk[0]);
-                        let p = path(l.create);
-                        let mut fh = timed(&mut t, 0, || Ok((open_rw(&p, true)?, 0)))?;
-                        timed(&mut t, 1, || {
-                            Ok(((), write_whole(&mut fh, &p, l.create_size)?))
-                        })?;
-                        close(&mut t, 2, fh);
-                        order.finish(l.create);
-                        // openfile1, appendfilerand1, closefile2
-                        order.wait(l.append, tk[1]);
-                        let p = path(l.append);
-                        let mut fh = timed(&mut t, 3, || Ok((open_rw(&p, false)?, 0)))?;
-                        timed(&mut t, 4, || {
-                            if l.append_size > 0 {
-                                fh.seek(SeekFrom::End(0))
-                                    .and_then(|_| fh.write_all(&data[..l.append_size as usize]))
-                                    .with_context(|| format!("{}: append", p.display()))?;
-                            }
-                            Ok(((), l.append_size))
-                        })?;
-                        close(&mut t, 5, fh);
-                        order.finish(l.append);
-                        // openfile2, readfile1, closefile3
-                        order.wait(l.read, tk[2]);
-                        let p = path(l.read);
-                        let mut fh = timed(&mut t, 6, || Ok((open_rw(&p, false)?, 0)))?;
-                        let got = timed(&mut t, 7, || {
-                            let mut got = 0u64;
-                            loop {
-                                let n = fh
-                                    .read(&mut rbuf)
-                                    .with_context(|| format!("{}: read", p.display()))?;
-                                if n == 0 {
-                                    break;
-                                }
-                                got += n as u64;
-                            }
-                            Ok((got, got))
-                        })?;
-                        if got != l.read_size {
-                            bail!(
-                                "{}: read {got} bytes, the plan says the file holds {}",
-                                p.display(),
-                                l.read_size
-                            );
-                        }
-                        close(&mut t, 8, fh);
-                        order.finish(l.read);
-                        // deletefile1
-                        order.wait(l.delete, tk[3]);
-                        let p = path(l.delete);
-                        timed(&mut t, 9, || {
-                            fs::remove_file(&p)
-                                .with_context(|| format!("{}: cannot delete", p.display()))?;
-                            Ok(((), 0))
-                        })?;
-                        order.finish(l.delete);
-                        // statfile1
-                        order.wait(l.stat, tk[4]);
-                        let p = path(l.stat);
-                        timed(&mut t, 10, || {
-                            fs::metadata(&p)
-                                .with_context(|| format!("{}: cannot stat", p.display()))?;
-                            Ok(((), 0))
-                        })?;
-                        order.finish(l.stat);
-                        pb.inc(1);
-                        k += spec.threads;
+                    let r = run_loops(th, spec, plan, order, pb, data, root);
+                    if r.is_err() {
+                        order.fail();
                     }
-                    Ok(t)
+                    r
                 })
             })
             .collect();
-        hs.into_iter()
+        let all: Vec<Result<Totals>> = hs
+            .into_iter()
             .map(|h| h.join().expect("fileserver thread"))
-            .collect()
+            .collect();
+        // The thread that failed first, not the ones it stopped.
+        if let Some(i) = all
+            .iter()
+            .position(|r| matches!(r, Err(e) if e.to_string() != STOPPED))
+            .or_else(|| all.iter().position(|r| r.is_err()))
+        {
+            return Err(all
+                .into_iter()
+                .nth(i)
+                .expect("found")
+                .expect_err("an error"));
+        }
+        Ok(all.into_iter().map(|r| r.expect("no error")).collect())
     })?;
     let run_seconds = run_start.elapsed().as_secs_f64();
     pb.finish_and_clear();
@@ -660,6 +704,24 @@ mod tests {
         assert!((sd_ratio - 1.0).abs() < 0.05, "sd ratio {sd_ratio}");
         let pre = p.initial.len() as f64 / 20_000.0;
         assert!((pre - 0.8).abs() < 0.02, "prealloc {pre}");
+    }
+
+    #[test]
+    fn a_failed_thread_stops_the_waiting_ones() {
+        let order = Order {
+            done: Mutex::new((vec![0; 1], 0, false)),
+            cv: Condvar::new(),
+        };
+        std::thread::scope(|s| {
+            // Ticket 1 of file 0 waits for ticket 0, which a failed thread never finishes.
+            let h = s.spawn(|| order.wait(0, 1));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            order.fail();
+            let e = h.join().unwrap().unwrap_err().to_string();
+            assert_eq!(e, STOPPED);
+        });
+        order.finish(0);
+        assert!(order.wait(0, 1).is_ok());
     }
 
     #[test]
