@@ -858,8 +858,9 @@ pub enum AgeAction {
     /// FAST'24's SQLite workload: 16 KiB records inserted while a dummy file gets 100 KiB
     /// + fdatasync after each, then a full table scan
     Sqlite(AgeSqliteArgs),
-    /// FAST'24's fileserver (filebench fileserver_append.f / fileserver_read.f): a file set
-    /// appended 32 KiB at a time by threads, then read whole with O_DIRECT
+    /// filebench's fileserver personality (fileserver.f: threads create, write, append,
+    /// read, delete and stat files of a set), or with `--mix artifact` FAST'24's
+    /// fileserver_append.f / fileserver_read.f (32 KiB appends, then O_DIRECT reads)
     Fileserver(AgeFileserverArgs),
     /// Seagate's Populate-and-Fragment aging from a spec such as PAF:70.30:67005@264M
     Paf(AgePafArgs),
@@ -989,32 +990,56 @@ pub struct AgeSqliteArgs {
     pub format: InfoFormat,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FileserverMix {
+    /// filebench's fileserver.f: all 11 flowops (create, write, append, read, delete, stat)
+    Filebench,
+    /// FAST'24's artifact: fileserver_append.f then fileserver_read.f (what bench fast24 runs)
+    Artifact,
+}
+
 #[derive(Args, Debug)]
 pub struct AgeFileserverArgs {
     /// Directory to create bigfileset in
     pub dir: PathBuf,
+    /// Which flowops: filebench's whole fileserver.f, or the FAST'24 artifact's appends
+    #[arg(long, value_enum, default_value_t = FileserverMix::Filebench)]
+    pub mix: FileserverMix,
     /// Files in the set
     #[arg(long, default_value_t = 10_000)]
     pub files: u64,
-    /// Size of each file when created
+    /// Size of each file when created (filebench: the mean of gamma-distributed sizes)
     #[arg(long, default_value = "128K", value_parser = units::parse_nonzero_size)]
     pub file_size: u64,
-    /// Threads creating, appending and reading
-    #[arg(long, default_value_t = 10)]
-    pub threads: usize,
-    /// Bytes per append
-    #[arg(long, default_value = "32K", value_parser = units::parse_nonzero_size)]
-    pub append: u64,
-    /// Appends in all [default: two per file]
+    /// Threads [default: 50 filebench, 10 artifact]
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Bytes per append (filebench: appends are uniform in 0..this) [default: 16K filebench,
+    /// 32K artifact]
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub append: Option<u64>,
+    /// filebench: gamma shape of the file sizes (0: every file --file-size)
+    #[arg(long, default_value_t = 1.5)]
+    pub size_gamma: f64,
+    /// filebench: percent of the files that exist before the run
+    #[arg(long, default_value_t = 80)]
+    pub prealloc: u32,
+    /// filebench: I/O size of the whole-file writes and reads
+    #[arg(long, default_value = "1M", value_parser = units::parse_nonzero_size)]
+    pub iosize: u64,
+    /// filebench: loops of the 11 flowops, all threads together [default: --files]
+    #[arg(long)]
+    pub loops: Option<u64>,
+    /// artifact: appends in all [default: two per file]
     #[arg(long)]
     pub appends: Option<u64>,
-    /// Write the final sizes one file after another instead (the artifact's rsync copy)
+    /// artifact: write the final sizes one file after another instead (the artifact's rsync copy)
     #[arg(long)]
     pub contiguous: bool,
-    /// Read every file whole afterwards (O_DIRECT 1 MiB, page cache dropped), timed
+    /// artifact: read every file whole afterwards (O_DIRECT 1 MiB, page cache dropped), timed
     #[arg(long)]
     pub read_back: bool,
-    /// Record the run's block requests (and the reads) to FILE for `fragkit ssd`
+    /// Record the run's block requests to FILE for `fragkit ssd`
     #[arg(long, value_name = "FILE")]
     pub block_trace: Option<PathBuf>,
     #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]

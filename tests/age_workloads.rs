@@ -187,3 +187,91 @@ fn profile_records_a_time_series_and_repeats_with_the_seed() {
     }
     assert_eq!(digests[0], digests[1], "same seed, same file set");
 }
+
+/// `age fileserver` (filebench's fileserver.f) on a small ext4: every one of the 11
+/// flowops runs once per loop, each loop creates one file and deletes one, the files on
+/// disk are the plan's, and the same seed gives the same file set again.
+#[test]
+fn fileserver_filebench_mix_runs_every_flowop_once_per_loop() {
+    let s = scratch(FsType::Ext4, 160 << 20, &[]);
+    let dir = s.mountpoint();
+    let loops = 600u64;
+    let run = |seed: &str| {
+        fragkit_json(&[
+            "age",
+            "fileserver",
+            dir.to_str().unwrap(),
+            "--files",
+            "400",
+            "--threads",
+            "8",
+            "--loops",
+            &loops.to_string(),
+            "--seed",
+            seed,
+            "--format",
+            "json",
+        ])
+    };
+    let r = run("7");
+    let names: Vec<&str> = r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, fragkit::age::filebench::FLOWOPS);
+    for f in r["flowops"].as_array().unwrap() {
+        assert_eq!(f["ops"], loops, "{f}");
+    }
+    assert_eq!(r["total_ops"], 11 * loops);
+    assert_eq!(r["created"], loops);
+    assert_eq!(r["deleted"], loops);
+    let pre = r["preallocated"].as_u64().unwrap();
+    // prealloc=80 of 400 entries, drawn per entry.
+    assert!((280..=360).contains(&pre), "{pre} preallocated");
+    // Count the files on disk here, apart from the report.
+    let mut on_disk = 0u64;
+    let mut bytes = 0u64;
+    for d in std::fs::read_dir(dir.join("bigfileset")).unwrap() {
+        for f in std::fs::read_dir(d.unwrap().path()).unwrap() {
+            on_disk += 1;
+            bytes += f.unwrap().metadata().unwrap().len();
+        }
+    }
+    assert_eq!(on_disk, pre, "one create and one delete per loop");
+    assert_eq!(r["files_at_end"], on_disk);
+    assert_eq!(r["bytes_at_end"], bytes);
+    let flow = |name: &str, key: &str| {
+        r["flowops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()[key]
+            .as_u64()
+            .unwrap()
+    };
+    // Appends are uniform in [0, 16 KiB); whole-file writes and reads move the files.
+    let appended = flow("appendfilerand1", "bytes");
+    assert!(
+        appended > loops * 4096 && appended < loops * (16 << 10),
+        "{appended}"
+    );
+    assert!(flow("wrtfile1", "bytes") > loops * (32 << 10));
+    assert!(flow("readfile1", "bytes") > loops * (32 << 10));
+    assert_eq!(flow("statfile1", "bytes"), 0);
+    // Same seed: the same choices, so the same final file set; another seed: another.
+    let again = run("7");
+    assert_eq!(again["file_set_digest"], r["file_set_digest"]);
+    assert_eq!(again["preallocated"], r["preallocated"]);
+    for (a, b) in again["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(r["flowops"].as_array().unwrap())
+    {
+        assert_eq!(a["bytes"], b["bytes"], "{}", a["name"]);
+    }
+    assert_ne!(run("8")["file_set_digest"], r["file_set_digest"]);
+}

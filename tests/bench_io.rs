@@ -205,6 +205,88 @@ fn probe_alignment_on_loop_device_finds_no_structure() {
     );
 }
 
+/// `bench read --model` puts the modeled figures in its CSV (one set per job, on every
+/// iteration row), the same as the JSON's; without `--model` those cells are empty.
+#[test]
+fn bench_read_model_columns_in_csv() {
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = s.mountpoint();
+    let knob = format!("/sys/fs/ext4/{}/mb_stream_req", s.device_name());
+    std::fs::write(&knob, "1000000").unwrap_or_else(|e| panic!("{knob}: {e}"));
+    interleaved_direct_appends(&[dir.join("a"), dir.join("b")], 64 << 10, 64);
+    write_file(&dir.join("contiguous"), 4 << 20, 7);
+    let csv_rows = |args: &[&str]| -> Vec<std::collections::HashMap<String, String>> {
+        let mut all = vec!["bench"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "csv"]);
+        let o = fragkit(&all);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut r = csv::Reader::from_reader(o.stdout.as_slice());
+        let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        r.records()
+            .map(|rec| {
+                let rec = rec.unwrap();
+                head.iter()
+                    .cloned()
+                    .zip(rec.iter().map(String::from))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut modeled_reads = Vec::new();
+    for name in ["a", "contiguous"] {
+        let path = dir.join(name).to_string_lossy().into_owned();
+        let args = [
+            "read",
+            "--bs",
+            "128K",
+            "--direct",
+            "--iterations",
+            "2",
+            "--model",
+            "fast24",
+            &path,
+        ];
+        let m = bench_json(&args)["jobs"][0]["model"].clone();
+        let rows = csv_rows(&args);
+        assert_eq!(rows.len(), 2, "one row per iteration");
+        for row in &rows {
+            assert_eq!(row["model"], m["model"].as_str().unwrap());
+            assert_eq!(row["model_mapping"], m["mapping"].as_str().unwrap());
+            assert_eq!(
+                row["model_mb_s"],
+                format!("{:.3}", m["mb_s"].as_f64().unwrap())
+            );
+            for (col, key) in [
+                ("model_read_time_ns", "read_time_ns"),
+                ("model_collisions", "collisions"),
+                ("model_collided_requests", "collided_requests"),
+                ("model_device_reads", "device_reads"),
+            ] {
+                assert_eq!(row[col], m[key].as_u64().unwrap().to_string(), "{col}");
+            }
+        }
+        modeled_reads.push(m["device_reads"].as_u64().unwrap());
+        // Without --model the columns are there and empty.
+        let plain = csv_rows(&[
+            "read",
+            "--bs",
+            "128K",
+            "--direct",
+            "--iterations",
+            "1",
+            &path,
+        ]);
+        assert_eq!(plain[0]["model_mb_s"], "");
+        assert_eq!(plain[0]["model_collisions"], "");
+    }
+    // The interleaved file's 64 KiB extents split each 128 KiB read in the model too.
+    assert!(
+        modeled_reads[0] > modeled_reads[1],
+        "modeled device reads {modeled_reads:?}"
+    );
+}
+
 #[test]
 fn bad_input_is_one_clear_line() {
     // tmpfs has no block device: O_DIRECT there would time memory copies.

@@ -179,6 +179,14 @@ fn nonsense_is_refused() {
             &["age", "fileserver", &f, "--files", "3"],
             "not a directory",
         ),
+        (
+            &["age", "fileserver", &d, "--contiguous"],
+            "apply to --mix artifact only",
+        ),
+        (
+            &["age", "fileserver", &d, "--mix", "artifact", "--loops", "5"],
+            "applies to --mix filebench only",
+        ),
         (&["age", "sqlite", &f, "--records", "3"], "not a directory"),
         (&["age", "sqlite", &d, "--records", "0"], "--records 0"),
     ];

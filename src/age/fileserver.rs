@@ -80,9 +80,24 @@ pub struct FileserverReport {
     pub elapsed_seconds: f64,
 }
 
-fn file_path(root: &Path, i: u64, width: u64) -> PathBuf {
+/// File `i` of the set under `root`: directory i / width, name i (eight digits).
+pub(super) fn file_path(root: &Path, i: u64, width: u64) -> PathBuf {
     root.join(format!("{:05}", i / width))
         .join(format!("{:08}", i))
+}
+
+/// An empty `bigfileset` in `dir` (a previous one removed) with the directories for
+/// `files` files, `width` to a directory.
+pub(super) fn fresh_fileset(dir: &Path, files: u64, width: u64) -> Result<PathBuf> {
+    let root = dir.join("bigfileset");
+    if root.exists() {
+        fs::remove_dir_all(&root).with_context(|| format!("{}: cannot remove", root.display()))?;
+    }
+    for d in 0..files.div_ceil(width) {
+        let p = root.join(format!("{d:05}"));
+        fs::create_dir_all(&p).with_context(|| format!("{}: cannot create", p.display()))?;
+    }
+    Ok(root)
 }
 
 /// The final size of every file: `file_size` plus the appends the seeded per-thread
@@ -114,14 +129,7 @@ pub fn run(spec: &FileserverSpec) -> Result<FileserverReport> {
             spec.dir.display()
         );
     }
-    let root = spec.dir.join("bigfileset");
-    if root.exists() {
-        fs::remove_dir_all(&root).with_context(|| format!("{}: cannot remove", root.display()))?;
-    }
-    for d in 0..spec.files.div_ceil(spec.dir_width) {
-        let p = root.join(format!("{d:05}"));
-        fs::create_dir_all(&p).with_context(|| format!("{}: cannot create", p.display()))?;
-    }
+    let root = fresh_fileset(&spec.dir, spec.files, spec.dir_width)?;
     let (sizes, per_thread) = plan(spec);
     let biggest = sizes.iter().copied().max().unwrap_or(0);
     let buf = seeded_buf(

@@ -6,6 +6,7 @@
 //! [`layout::build`], [`fragpicker::synthetic`], [`hypothetical::build`], [`paf::run`],
 //! [`profile::run`].
 
+pub mod filebench;
 pub mod fileserver;
 pub mod fragpicker;
 pub mod fstune;

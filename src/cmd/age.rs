@@ -1,10 +1,10 @@
 //! `fragkit age layout|fragpicker-synthetic|hypothetical|paf|profile`: thin wrappers over
 //! the generators in `crate::age`; `report::age` prints their summaries.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use crate::age;
-use crate::cli::{AgeAction, InfoFormat};
+use crate::cli::{AgeAction, FileserverMix, InfoFormat};
 use crate::report::{self, age as out};
 
 pub fn run(action: AgeAction) -> Result<i32> {
@@ -97,14 +97,43 @@ pub fn run(action: AgeAction) -> Result<i32> {
             })?;
             Ok(0)
         }
+        AgeAction::Fileserver(a) if a.mix == FileserverMix::Filebench => {
+            if a.appends.is_some() || a.contiguous || a.read_back {
+                bail!("age fileserver: --appends, --contiguous and --read-back apply to --mix artifact only");
+            }
+            let spec = age::filebench::FilebenchSpec {
+                dir: a.dir,
+                files: a.files,
+                dir_width: 20,
+                mean_file_size: a.file_size,
+                size_gamma: a.size_gamma,
+                prealloc_pct: a.prealloc,
+                threads: a.threads.unwrap_or(50),
+                iosize: a.iosize,
+                append_max: a.append.unwrap_or(16 << 10),
+                loops: a.loops.unwrap_or(a.files),
+                seed: a.seed,
+            };
+            let r = recorded(&spec.dir, a.block_trace.as_deref(), || {
+                age::filebench::run(&spec)
+            })?;
+            report::to_stdout(|w| match a.format {
+                InfoFormat::Json => report::write_json_pretty(w, &r),
+                InfoFormat::Table => out::filebench(w, &r),
+            })?;
+            Ok(0)
+        }
         AgeAction::Fileserver(a) => {
+            if a.loops.is_some() {
+                bail!("age fileserver: --loops applies to --mix filebench only (the artifact counts --appends)");
+            }
             let spec = age::fileserver::FileserverSpec {
                 dir: a.dir,
                 files: a.files,
                 file_size: a.file_size,
                 dir_width: 20,
-                threads: a.threads,
-                append: a.append,
+                threads: a.threads.unwrap_or(10),
+                append: a.append.unwrap_or(32 << 10),
                 appends: a.appends.unwrap_or(2 * a.files),
                 contiguous: a.contiguous,
                 read_back: a.read_back,

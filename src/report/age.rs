@@ -370,3 +370,47 @@ pub fn fileserver(
     }
     Ok(())
 }
+
+pub fn filebench(w: &mut dyn Write, r: &crate::age::filebench::FilebenchReport) -> io::Result<()> {
+    writeln!(
+        w,
+        "fileserver (filebench {}): {} files (gamma mean {}, shape {}), {} preallocated, {} threads x {} loops in {:.2} s, seed {}",
+        r.personality,
+        r.files,
+        HumanBytes(r.mean_file_size),
+        r.size_gamma,
+        r.preallocated,
+        r.threads,
+        r.loops,
+        r.run_seconds,
+        r.seed
+    )?;
+    writeln!(
+        w,
+        "  {:<16} {:>9} {:>11} {:>9} {:>9}",
+        "flowop", "ops", "ops/s", "MB/s", "ms/op"
+    )?;
+    for f in &r.flowops {
+        writeln!(
+            w,
+            "  {:<16} {:>9} {:>11.1} {:>9.1} {:>9.3}",
+            f.name, f.ops, f.ops_per_s, f.mb_per_s, f.ms_per_op
+        )?;
+    }
+    writeln!(
+        w,
+        "  {:<16} {:>9} {:>11.1} {:>9.1}",
+        "total", r.total_ops, r.ops_per_s, r.mb_per_s
+    )?;
+    writeln!(
+        w,
+        "files created {}, deleted {}; {} at the end, {} in {} fragments, {} files fragmented (set {})",
+        r.created,
+        r.deleted,
+        r.files_at_end,
+        HumanBytes(r.bytes_at_end),
+        r.fragments,
+        r.fragmented_files,
+        r.file_set_digest
+    )
+}

@@ -235,6 +235,15 @@ pub fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
         "dev_write_bytes",
         "layout_split",
         "layout_ideal",
+        // `--model`: the job's reads on the modeled SSD (empty without it; the same on
+        // every iteration row: the model times the first measured iteration).
+        "model",
+        "model_mapping",
+        "model_mb_s",
+        "model_read_time_ns",
+        "model_collisions",
+        "model_collided_requests",
+        "model_device_reads",
     ])?;
     for job in jobs {
         let j = &job.result;
@@ -242,6 +251,9 @@ pub fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
             let d = r.device;
             let dv = |f: fn(&DeviceDelta) -> u64| {
                 d.as_ref().map(f).map_or(String::new(), |v| v.to_string())
+            };
+            let m = |f: fn(&crate::ssd::layout::ModeledReads) -> String| {
+                job.model.as_ref().map_or(String::new(), f)
             };
             c.write_record([
                 j.path.to_string_lossy().into_owned(),
@@ -274,6 +286,13 @@ pub fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
                 dv(|d| d.write_bytes),
                 job.layout.map_or(String::new(), |l| l.split.to_string()),
                 job.layout.map_or(String::new(), |l| l.ideal.to_string()),
+                m(|m| m.model.clone()),
+                m(|m| m.mapping.clone()),
+                m(|m| format!("{:.3}", m.mb_s)),
+                m(|m| m.read_time_ns.to_string()),
+                m(|m| m.collisions.to_string()),
+                m(|m| m.collided_requests.to_string()),
+                m(|m| m.device_reads.to_string()),
             ])?;
         }
     }
