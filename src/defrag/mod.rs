@@ -112,6 +112,9 @@ pub struct DefragSummary {
     pub files_worse: u64,
     /// Ranges skipped for a reason other than --budget.
     pub ranges_not_improvable: u64,
+    /// Ranges moved where the file system chose the space (btrfs, f2fs, rewrite) and
+    /// placed them no better: done and not taken back, but not what was asked.
+    pub ranges_moved_not_better: u64,
     pub budget_exhausted: bool,
     /// Time spent making results durable (fsync per changed file).
     pub sync_ms: u64,
@@ -131,18 +134,21 @@ impl DefragSummary {
         self.verify_failures += f.verify_failures;
         self.files_worse += f.files_worse;
         self.ranges_not_improvable += f.ranges_not_improvable;
+        self.ranges_moved_not_better += f.ranges_moved_not_better;
         self.budget_exhausted |= f.budget_exhausted;
         self.sync_ms += f.sync_ms;
     }
 
     /// Exit status: 0 everything asked was done (or nothing needed doing), 1 some target
-    /// was refused, skipped, failed or came out worse (each listed in the report).
+    /// was refused, skipped, failed, moved no better or came out worse (each listed in the
+    /// report).
     pub fn exit_code(&self) -> i32 {
         let incomplete = self.files_refused
             + self.ranges_failed
             + self.verify_failures
             + self.files_worse
-            + self.ranges_not_improvable;
+            + self.ranges_not_improvable
+            + self.ranges_moved_not_better;
         i32::from(incomplete > 0)
     }
 }
@@ -539,6 +545,9 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
                 "moved" => {
                     summary.ranges_moved += 1;
                     range_moved += res.length;
+                    if res.judged.is_some_and(|j| !j.better()) {
+                        summary.ranges_moved_not_better += 1;
+                    }
                 }
                 "failed" => summary.ranges_failed += 1,
                 _ => {
@@ -903,4 +912,37 @@ fn verify_moved(file: &File, results: &mut [RangeResult], checks: &[Option<Check
         }
     }
     failures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DefragSummary;
+
+    #[test]
+    fn exit_status_is_1_for_each_kind_of_incomplete_work() {
+        let done = DefragSummary {
+            ranges_moved: 3,
+            bytes_moved: 1 << 20,
+            ..Default::default()
+        };
+        assert_eq!(done.exit_code(), 0);
+        let budget_only = DefragSummary {
+            ranges_skipped: 2,
+            budget_exhausted: true,
+            ..done.clone()
+        };
+        assert_eq!(budget_only.exit_code(), 0, "--budget is what was asked");
+        for set in [
+            |s: &mut DefragSummary| s.files_refused = 1,
+            |s: &mut DefragSummary| s.ranges_failed = 1,
+            |s: &mut DefragSummary| s.verify_failures = 1,
+            |s: &mut DefragSummary| s.files_worse = 1,
+            |s: &mut DefragSummary| s.ranges_not_improvable = 1,
+            |s: &mut DefragSummary| s.ranges_moved_not_better = 1,
+        ] {
+            let mut s = done.clone();
+            set(&mut s);
+            assert_eq!(s.exit_code(), 1, "{s:?}");
+        }
+    }
 }

@@ -100,6 +100,13 @@ pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
     if s.verify_failures > 0 {
         writeln!(w, "VERIFICATION FAILED on {} ranges", s.verify_failures)?;
     }
+    if s.ranges_moved_not_better > 0 {
+        writeln!(
+            w,
+            "MOVED BUT NOT BETTER: {} ranges the file system placed no better (listed above)",
+            s.ranges_moved_not_better
+        )?;
+    }
     if s.files_worse > 0 {
         writeln!(
             w,
