@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
-source bench/lib.sh # band
+source bench/lib.sh # band, fp_aged_image
 [[ $(id -u) -eq 0 ]] || { echo "bench/defrag-ab.sh: needs root (loop devices, MOVE_EXT)" >&2; exit 1; }
 [[ $# -ge 2 && -x $1 && -x $2 ]] || { echo "bench/defrag-ab.sh: expected two fragkit binaries, got '${1:-}' '${2:-}'" >&2; exit 2; }
 rounds=${3:-3}; mode=${4:-bypass}
@@ -37,19 +37,7 @@ attach() { loopdev=$(losetup --find --show "$1"); mount ${2:+-o "$2"} "$loopdev"
 detach() { umount "$mnt"; losetup -d "$loopdev"; loopdev=""; }
 
 # The aged image, as bench/fragpicker-compare.sh makes it (and shares it).
-if [[ ! -f $image ]]; then
-  echo "aging: 2 GiB ext4, PAF:85.50@64K, then 4 x 128 MiB FragPicker-synthetic files ..." >&2
-  truncate -s 2G "$image.tmp"
-  mkfs.ext4 -q -F -m 0 "$image.tmp"
-  attach "$image.tmp"
-  echo 0 > "/sys/fs/ext4/$dev/reserved_clusters"
-  "$work/fragkit-A" age paf --force --target "$mnt" 'PAF:85.50@64K' > /dev/null
-  mkdir "$mnt/work"
-  "$work/fragkit-A" age fragpicker-synthetic --files 4 --size 128M "$mnt/work" > /dev/null
-  sync
-  detach
-  mv "$image.tmp" "$image"
-fi
+fp_aged_image "$image" "$work/fragkit-A"
 attach "$image" ro,noload
 (cd "$mnt/work" && sha256sum -- *) > "$work/sums"
 detach
