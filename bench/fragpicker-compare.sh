@@ -46,7 +46,7 @@ python3 -c 'import fallocate' 2>/dev/null || { echo "bench/fragpicker-compare.sh
 # The interpreter itself, not a wrapper such as a pyenv shim (FragPicker's best setup).
 py=$(python3 -c 'import sys; print(sys.executable)')
 # shellcheck source=bench/lib.sh
-source bench/lib.sh # band, first_of
+source bench/lib.sh # band, first_of, fp_aged_image
 cargo build --release -q
 image_dir=${IMAGE_DIR:-/dev/shm}
 image=$image_dir/fragpicker-aged.img
@@ -74,20 +74,7 @@ attach() { # attach IMG [MOUNT_OPTIONS]: loop device mounted on /mnt
 detach() { umount "$mnt"; losetup -d "$loopdev"; loopdev=""; }
 
 # 1. The aged image, made once.
-if [[ ! -f $image ]]; then
-  echo "aging: 2 GiB ext4, PAF:85.50@64K, then 4 x 128 MiB FragPicker-synthetic files ..." >&2
-  truncate -s 2G "$image.tmp"
-  mkfs.ext4 -q -F -m 0 "$image.tmp"
-  attach "$image.tmp"
-  echo 0 > "/sys/fs/ext4/$dev/reserved_clusters"
-  # age paf refuses a file system it did not create unless --force.
-  $fk age paf --force --target "$mnt" 'PAF:85.50@64K' > /dev/null
-  mkdir "$mnt/work"
-  $fk age fragpicker-synthetic --files 4 --size 128M "$mnt/work" > /dev/null
-  sync
-  detach
-  mv "$image.tmp" "$image"
-fi
+fp_aged_image "$image" "$fk"
 # Read-only, journal not replayed: the aged image stays byte for byte what clones copy.
 attach "$image" ro,noload
 files=$(find "$mnt/work" -type f | sort | tr '\n' ' ')
