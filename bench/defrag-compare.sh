@@ -16,20 +16,7 @@ fs=${1:-ext4}; file_mib=${2:-128}; frag_kib=${3:-16}; rounds=${4:-5}
 [[ $rounds =~ ^[0-9]+$ && $rounds -ge 1 ]] || { echo "bench/defrag-compare.sh: ROUNDS: expected a number >= 1, got '$rounds'" >&2; exit 2; }
 # shellcheck source=bench/lib.sh
 source bench/lib.sh # band, first_of
-[[ $(id -u) -eq 0 ]] || { echo "bench/defrag-compare.sh: needs root (scratch file systems)" >&2; exit 1; }
-command -v fio >/dev/null || { echo "bench/defrag-compare.sh: fio not installed (scripts/install-deps)" >&2; exit 1; }
-cargo build --release -q
-fk=$PWD/target/release/fragkit
-work=$(mktemp -d /tmp/fragkit-defrag-compare.XXXXXX)
-mnt=$work/mnt; mkdir -p "$mnt"
-loopdev=""
-cleanup() {
-  mountpoint -q "$mnt" && umount "$mnt"
-  [[ -n $loopdev ]] && losetup -d "$loopdev" 2>/dev/null || true
-  [[ -n ${aged:-} ]] && $fk scratch destroy "$aged" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+defrag_bench_begin defrag-compare.sh
 
 # 1. The aged image: one file of FILE_MIB in FRAG_KIB fragments, made once.
 mkfs_args=""; [[ $fs == ext4 ]] && mkfs_args="-m 0"

@@ -22,20 +22,7 @@ for v in pairs files file_mib fs_mib; do
 done
 # shellcheck source=bench/lib.sh
 source bench/lib.sh # band, first_of
-[[ $(id -u) -eq 0 ]] || { echo "bench/defrag-parallel.sh: needs root (scratch file systems)" >&2; exit 1; }
-command -v fio >/dev/null || { echo "bench/defrag-parallel.sh: fio not installed (scripts/install-deps)" >&2; exit 1; }
-cargo build --release -q
-fk=$PWD/target/release/fragkit
-work=$(mktemp -d /tmp/fragkit-defrag-parallel.XXXXXX)
-mnt=$work/mnt; mkdir -p "$mnt"
-loopdev=""
-cleanup() {
-  mountpoint -q "$mnt" && umount "$mnt"
-  [[ -n $loopdev ]] && losetup -d "$loopdev" 2>/dev/null || true
-  [[ -n ${aged:-} ]] && $fk scratch destroy "$aged" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+defrag_bench_begin defrag-parallel.sh
 
 mkfs_args=""; [[ $fs == ext4 ]] && mkfs_args="-m 0"
 spec="PAF:85.50@64K"; [[ $fs == btrfs ]] && spec="PAF:75.50@64K"  # btrfs: room for metadata

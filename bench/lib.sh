@@ -69,3 +69,28 @@ fp_aged_image() {
   mv "$image.tmp" "$image"
 }
 
+
+# defrag_bench_begin NAME: the common start of bench/defrag-*.sh: root and fio checked, a
+# fresh release build in $fk, a temporary $work with $mnt in it; at exit $mnt is unmounted,
+# $loopdev detached and the scratch file system $aged destroyed (when set) and $work removed.
+defrag_bench_begin() {
+  [[ $(id -u) -eq 0 ]] || { echo "bench/$1: needs root (scratch file systems)" >&2; exit 1; }
+  command -v fio >/dev/null || { echo "bench/$1: fio not installed (scripts/install-deps)" >&2; exit 1; }
+  cargo build --release -q
+  fk=$PWD/target/release/fragkit
+  work=$(mktemp -d "/tmp/fragkit-${1%.sh}.XXXXXX")
+  mnt=$work/mnt; mkdir -p "$mnt"
+  loopdev=""
+  trap defrag_bench_cleanup EXIT
+}
+defrag_bench_cleanup() {
+  mountpoint -q "$mnt" && umount "$mnt"
+  [[ -n $loopdev ]] && losetup -d "$loopdev" 2>/dev/null || true
+  [[ -n ${aged:-} ]] && $fk scratch destroy "$aged" 2>/dev/null || true
+  # The aged scratch is unmounted once its image is taken; its loop device stays.
+  local l
+  for l in $(losetup -a | awk -F: -v w="$work/" 'index($0, w) { print $1 }'); do
+    losetup -d "$l" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}

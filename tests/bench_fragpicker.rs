@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
-use common::{fragkit, scratch, write_file};
+use common::{fragkit, scratch, trace_block, write_file};
 use fragkit::scratch::FsType;
 
 const K: u64 = 1024;
@@ -33,20 +33,7 @@ fn fragpicker_preset_issues_fragpickers_requests() {
         file.display(),
         report.display()
     );
-    let o = fragkit(&[
-        "trace",
-        "--block",
-        dev.to_str().unwrap(),
-        "--mount",
-        mnt.to_str().unwrap(),
-        "-o",
-        trace.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &cmd,
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = trace_block(&dev, &mnt, &trace, &cmd);
 
     // What FragPicker's programs issue, each run twice (one unmeasured, one measured).
     let seq: Vec<(u64, u64)> = (0..size.div_ceil(128 * K))
@@ -68,8 +55,6 @@ fn fragpicker_preset_issues_fragpickers_requests() {
         *want_writes.entry(*r).or_insert(0) += n;
     }
 
-    let t: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     assert_eq!(t["dropped"], 0);
     let mut reads = BTreeMap::new();
     let mut writes = BTreeMap::new();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fragkit, fragkit_json, scratch};
+use common::{fragkit_json, scratch, trace_block};
 use fragkit::scratch::FsType;
 
 #[test]
@@ -24,22 +24,7 @@ fn block_trace_records_the_workload_and_replays_deterministically() {
          dd if={m}/T of=/dev/null bs=1M iflag=direct status=none",
         m = mnt.display()
     );
-    let o = fragkit(&[
-        "trace",
-        "--block",
-        dev.to_str().unwrap(),
-        "--mount",
-        mnt.to_str().unwrap(),
-        "-o",
-        trace.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let t: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let t = trace_block(&dev, &mnt, &trace, &script);
     assert_eq!(t["kind"], "fragkit-blktrace");
     assert_eq!(t["dropped"], 0);
     let reqs = t["requests"].as_array().unwrap();

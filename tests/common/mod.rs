@@ -441,3 +441,23 @@ pub fn paf_aged(fs: FsType, size: u64, files: &str, file_size: &str) -> Scratch 
     );
     s
 }
+
+/// `fragkit trace --block DEV --mount MNT -o TRACE -- sh -c SCRIPT`, which must succeed;
+/// the recorded trace.
+pub fn trace_block(dev: &Path, mnt: &Path, trace: &Path, script: &str) -> serde_json::Value {
+    let o = fragkit(&[
+        "trace",
+        "--block",
+        dev.to_str().unwrap(),
+        "--mount",
+        mnt.to_str().unwrap(),
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap()
+}
