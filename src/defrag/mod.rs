@@ -268,6 +268,7 @@ pub fn run(
         ..Default::default()
     };
     let mut tunables = HeldTunables::default();
+    let mut committed: Vec<u64> = Vec::new();
     // Every file's place in the report is its place in the plan, whatever worker ran it:
     // files with nothing to do are filled in now, the others by the workers below.
     let mut slots: Vec<Option<FileResult>> = Vec::new();
@@ -316,6 +317,15 @@ pub fn run(
                 entry.metrics.clone(),
             )));
             continue;
+        }
+        // ext4 gives blocks freed in the running journal transaction back to the allocator
+        // only at commit, yet GETFSMAP already lists them free: files deleted just before
+        // the run would be planned into space no donor can get. One commit per file system
+        // before any worker plans; later frees are the run's own. (A failed syncfs leaves
+        // the plan as without it: judged after the move.)
+        if matches!(opts.mode, Mode::Full) && !committed.contains(&entry.file.dev) {
+            let _ = crate::age::paf::syncfs(&entry.file.path);
+            committed.push(entry.file.dev);
         }
         // Knobs are per device and held for the whole run: set before any worker starts.
         if opts.method == Method::Rewrite && entry.file.fs.magic == F2FS_MAGIC {

@@ -14,7 +14,6 @@ use crate::sys::fsmap::{read_fsmap, FsmapError};
 /// either, so each record is a run one allocation can take.
 pub fn free_runs(file: &File) -> Result<Vec<u64>, FsmapError> {
     let dev = file.metadata().map_err(FsmapError::Io)?.dev();
-    commit_pending_frees_once(file, dev);
     let mut runs: Vec<u64> = read_fsmap(file.as_fd(), Some(encode_dev(dev)), 0, u64::MAX)?
         .into_iter()
         .filter(|r| r.owner.is_free())
@@ -22,20 +21,6 @@ pub fn free_runs(file: &File) -> Result<Vec<u64>, FsmapError> {
         .collect();
     runs.sort_unstable_by(|a, b| b.cmp(a));
     Ok(runs)
-}
-
-/// ext4 gives blocks freed in the running journal transaction back to the allocator only
-/// at commit, yet GETFSMAP already shows them free: files deleted just before a run would
-/// be planned into space no donor can get ("no contiguous space"). One syncfs per file
-/// system and process settles that; later frees are the run's own and need no help.
-fn commit_pending_frees_once(file: &File, dev: u64) {
-    static COMMITTED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-    let mut done = COMMITTED.lock().unwrap_or_else(|e| e.into_inner());
-    if !done.contains(&dev) {
-        // A failed syncfs leaves the plan as it was without it: judged after the move.
-        let _ = nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(file));
-        done.push(dev);
-    }
 }
 
 /// Piece sizes for `length` bytes: the smallest free run that holds what is left (best
