@@ -225,6 +225,15 @@ fn fileserver_filebench_mix_runs_every_flowop_once_per_loop() {
         assert_eq!(f["ops"], loops, "{f}");
     }
     assert_eq!(r["total_ops"], 11 * loops);
+    // The run's parameters sit at the report's top level, as given.
+    assert_eq!(
+        (&r["files"], &r["threads"], &r["loops"], &r["seed"]),
+        (&400.into(), &8.into(), &loops.into(), &7.into())
+    );
+    assert!(
+        r.get("dir").is_none(),
+        "the scratch path is not a parameter"
+    );
     assert_eq!(r["created"], loops);
     assert_eq!(r["deleted"], loops);
     let pre = r["preallocated"].as_u64().unwrap();

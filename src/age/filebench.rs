@@ -58,9 +58,11 @@ pub const FLOWOPS: [&str; 11] = [
     "statfile1",
 ];
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct FilebenchSpec {
-    /// Directory to create `bigfileset` in.
+    /// Directory to create `bigfileset` in (not in the report: a run's parameters are
+    /// what make two runs comparable, not where they ran).
+    #[serde(skip)]
     pub dir: PathBuf,
     pub files: u64,
     pub dir_width: u64,
@@ -114,16 +116,9 @@ pub struct FlowopStat {
 pub struct FilebenchReport {
     pub version: u32,
     pub personality: &'static str,
-    pub files: u64,
-    pub dir_width: u64,
-    pub mean_file_size: u64,
-    pub size_gamma: f64,
-    pub prealloc_pct: u32,
-    pub threads: usize,
-    pub iosize: u64,
-    pub append_max: u64,
-    pub loops: u64,
-    pub seed: u64,
+    /// The run's parameters, flattened into the report's top level.
+    #[serde(flatten)]
+    pub spec: FilebenchSpec,
     /// Files written before the timed run.
     pub preallocated: u64,
     pub created: u64,
@@ -604,16 +599,7 @@ pub fn run(spec: &FilebenchSpec) -> Result<FilebenchReport> {
     Ok(FilebenchReport {
         version: 1,
         personality: "fileserver.f",
-        files: spec.files,
-        dir_width: spec.dir_width,
-        mean_file_size: spec.mean_file_size,
-        size_gamma: spec.size_gamma,
-        prealloc_pct: spec.prealloc_pct,
-        threads: spec.threads,
-        iosize: spec.iosize,
-        append_max: spec.append_max,
-        loops: spec.loops,
-        seed: spec.seed,
+        spec: spec.clone(),
         preallocated: plan.initial.len() as u64,
         created: sum[0].0,
         deleted: sum[9].0,

@@ -376,14 +376,14 @@ pub fn filebench(w: &mut dyn Write, r: &crate::age::filebench::FilebenchReport) 
         w,
         "fileserver (filebench {}): {} files (gamma mean {}, shape {}), {} preallocated, {} threads x {} loops in {:.2} s, seed {}",
         r.personality,
-        r.files,
-        HumanBytes(r.mean_file_size),
-        r.size_gamma,
+        r.spec.files,
+        HumanBytes(r.spec.mean_file_size),
+        r.spec.size_gamma,
         r.preallocated,
-        r.threads,
-        r.loops,
+        r.spec.threads,
+        r.spec.loops,
         r.run_seconds,
-        r.seed
+        r.spec.seed
     )?;
     writeln!(
         w,

@@ -3,6 +3,7 @@
 //! then each data request's owning file (inode, offset) looked up in the file system's
 //! final layout (FIEMAP of every file under the mount) where one is given.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::mem::MaybeUninit;
@@ -100,10 +101,18 @@ impl Pairing {
 
     pub fn complete(&mut self, ts: u64, sector: u64, op: Op) {
         self.events += 1;
-        let i = self
-            .open
-            .get_mut(&Self::key(sector, op))
-            .and_then(|q| q.pop_front());
+        // An emptied queue is removed: the map holds only sectors with a request in
+        // flight, not every sector the trace ever saw.
+        let i = match self.open.entry(Self::key(sector, op)) {
+            Entry::Occupied(mut q) => {
+                let i = q.get_mut().pop_front();
+                if q.get().is_empty() {
+                    q.remove();
+                }
+                i
+            }
+            Entry::Vacant(_) => None,
+        };
         match i {
             Some(i) => self.requests[i].complete_ns = ts.max(self.requests[i].issue_ns),
             None => self.unmatched_completions += 1,
@@ -362,5 +371,17 @@ mod tests {
             r.iter().map(|q| q.complete_ns).collect::<Vec<_>>(),
             vec![20, 25, 12]
         );
+    }
+
+    #[test]
+    fn paired_sectors_leave_the_open_map() {
+        let mut p = Pairing::default();
+        for s in 0..1000u64 {
+            p.issue(s, s * 8, 4096, Op::Read);
+            p.complete(s + 1, s * 8, Op::Read);
+        }
+        p.issue(2000, 7, 4096, Op::Write);
+        assert_eq!(p.open.len(), 1, "only the request still in flight is open");
+        assert_eq!(p.unmatched_completions, 0);
     }
 }
