@@ -88,37 +88,42 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     };
     let min_fragments = args.min_fragments;
     let summary_only = args.summary_only;
-    let map = |b: &mut Batch, file: ScannedFile| {
-        let metrics = FileMetrics::compute(&file.layout, &request_sizes);
-        // Valid parameters (checked above) cannot fail here.
-        let cost = model.as_ref().and_then(|p| {
-            crate::ssd::layout::file_cost(p, &file.layout.extents, metrics.size, request_sizes[0])
-                .ok()
+    let map = |b: &mut Batch, file: &mut ScannedFile| {
+        // The batch's one entry holds each file in turn: its metrics vectors are reused,
+        // and the walk's path and extent buffers are swapped in and handed back after.
+        let entry = b.entry.get_or_insert_with(|| FileEntry {
+            file: ScannedFile::empty(),
+            metrics: FileMetrics::empty(),
+            model: None,
         });
-        let entry = FileEntry {
-            file,
-            metrics,
-            model: cost,
-        };
+        std::mem::swap(&mut entry.file, file);
+        entry
+            .metrics
+            .compute_into(&entry.file.layout, &request_sizes);
+        // Valid parameters (checked above) cannot fail here.
+        entry.model = model.as_ref().and_then(|p| {
+            let l = &entry.file.layout;
+            crate::ssd::layout::file_cost(p, &l.extents, entry.metrics.size, request_sizes[0]).ok()
+        });
         b.summary.add(&entry.metrics);
-        b.worst.extend(Worst::of(&entry));
-        if let Some(c) = &cost {
+        b.worst.extend(Worst::of(entry));
+        if let Some(c) = &entry.model {
             b.model.add(c);
-            b.model_worst.extend(ModelWorst::of(&entry));
+            b.model_worst.extend(ModelWorst::of(entry));
         }
         if summary_only || entry.metrics.fragments < min_fragments {
-            return;
+        } else if !render_on_workers {
+            b.files.push(entry.clone());
+        } else {
+            let start = b.text.len();
+            render(format, &mut b.text, entry);
+            b.listed.push(Listed {
+                // Sort keys only where the rows are sorted later.
+                keys: (!streaming).then(|| Keys::of(entry)),
+                text: start..b.text.len(),
+            });
         }
-        if !render_on_workers {
-            b.files.push(entry);
-            return;
-        }
-        let start = b.text.len();
-        render(format, &mut b.text, &entry);
-        b.listed.push(Listed {
-            keys: Keys::of(&entry),
-            text: start..b.text.len(),
-        });
+        std::mem::swap(&mut entry.file, file);
     };
 
     let mut summary = SetMetrics::new(&request_sizes);
@@ -161,7 +166,7 @@ pub fn run(args: ScanArgs) -> Result<i32> {
                     .for_each(|f| kept_entries.push((Keys::of(&f), f)));
                 for l in b.listed {
                     kept_rows.push(Compact {
-                        keys: l.keys,
+                        keys: l.keys.expect("keys are kept when not streaming"),
                         text: b.text[l.text].into(),
                     });
                 }
@@ -316,13 +321,16 @@ struct Batch {
     model_worst: Vec<ModelWorst>,
     /// Whole entries (filefrag, or candidates for `--top`).
     files: Vec<FileEntry>,
+    /// The entry each file of the batch is mapped into in turn.
+    entry: Option<FileEntry>,
     /// Rendered files: their text in `text`, one after another.
     listed: Vec<Listed>,
     text: Vec<u8>,
 }
 
 struct Listed {
-    keys: Keys,
+    /// None while streaming (written in walk order, never sorted).
+    keys: Option<Keys>,
     text: std::ops::Range<usize>,
 }
 
