@@ -486,8 +486,8 @@ impl Walker<'_> {
         };
         // Regular files to map and directories to enter, nothing else.
         let mut kept: Vec<Kept> = Vec::with_capacity(entries.list.len());
-        for &(start, dtype) in &entries.list {
-            let cname = entries.name(start);
+        for &(start, len, dtype) in &entries.list {
+            let cname = entries.name((start, len));
             let name = cname.to_bytes();
             let dtype = if dtype == libc::DT_UNKNOWN {
                 match fstatat_nofollow(dir.as_raw_fd(), cname) {
@@ -520,7 +520,7 @@ impl Walker<'_> {
             };
             kept.push(Kept {
                 key: sort_prefix(name, is_dir),
-                start,
+                start: (start, len),
                 is_dir,
             });
         }
@@ -669,7 +669,9 @@ impl Walker<'_> {
                     return false;
                 }
             }
-            let fs = match self.fs_of(st.dev(), raw) {
+            // The batch's files are mostly on the previous file's file system.
+            let known = (file.dev == st.dev() && file.fs.magic != 0).then_some(file.fs);
+            let fs = match known.map_or_else(|| self.fs_of(st.dev(), raw), Ok) {
                 Ok(fs) => fs,
                 Err(e) => {
                     self.error(full, e, "statfs failed");
@@ -849,19 +851,25 @@ fn mode_to_dtype(mode: libc::mode_t) -> u8 {
 /// buffer (one allocation per directory, not per entry) and (offset, d_type) per entry.
 struct DirEntries {
     names: Vec<u8>,
-    list: Vec<(u32, u8)>,
+    /// (offset, length without the NUL, d_type)
+    list: Vec<(u32, u32, u8)>,
 }
 
 impl DirEntries {
-    fn name(&self, start: u32) -> &CStr {
-        CStr::from_bytes_until_nul(&self.names[start as usize..]).expect("NUL-terminated")
+    fn name(&self, (start, len): (u32, u32)) -> &CStr {
+        let (start, len) = (start as usize, len as usize);
+        let bytes = &self.names[start..start + len + 1];
+        debug_assert!(bytes[len] == 0 && !bytes[..len].contains(&0));
+        // SAFETY: read_dir_entries put each d_name (no NUL inside) and then one NUL here.
+        unsafe { CStr::from_bytes_with_nul_unchecked(bytes) }
     }
 }
 
 /// An entry the walk keeps, with the first bytes of its sort key as one integer.
 struct Kept {
     key: u64,
-    start: u32,
+    /// Offset and length of the name in [`DirEntries::names`].
+    start: (u32, u32),
     is_dir: bool,
 }
 
@@ -930,7 +938,7 @@ fn read_dir_entries(dirfd: RawFd) -> io::Result<DirEntries> {
             ));
         };
         out.names.extend_from_slice(name);
-        out.list.push((start, dtype));
+        out.list.push((start, name.len() as u32 - 1, dtype));
     }
 }
 
