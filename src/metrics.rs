@@ -220,6 +220,19 @@ impl Distribution {
     }
 }
 
+/// Add extent `e` to the run being built (as `merge_runs` does: the run grows while its
+/// last record continues into the next); returns the run it ends, if any.
+fn extend_run(cur: &mut Option<(Fragment, Extent)>, e: &Extent) -> Option<Fragment> {
+    if let Some((run, last)) = cur {
+        if last.continues_into(e) {
+            run.length = e.logical_end() - run.logical;
+            *last = *e;
+            return None;
+        }
+    }
+    cur.replace((Fragment::of(e), *e)).map(|(done, _)| done)
+}
+
 /// Per request size, the state [`FileMetrics::compute_into`] carries from one data run to
 /// the next: the last window counted for I(R), and the window currently touched (its
 /// index, runs and data bytes) for the split-window bytes. Eight sizes live on the stack;
@@ -376,32 +389,12 @@ impl FileMetrics {
         // Per request size: the last window counted (I(R)) and the open shared window.
         let mut windows = WindowState::new(request_sizes.len());
         for e in &layout.extents {
-            let f = e.flags;
-            unwritten += if f.contains(ExtentFlags::UNWRITTEN) {
-                e.length
-            } else {
-                0
-            };
-            delalloc += if f.contains(ExtentFlags::DELALLOC) {
-                e.length
-            } else {
-                0
-            };
-            shared += if f.contains(ExtentFlags::SHARED) {
-                e.length
-            } else {
-                0
-            };
-            encoded += if f.contains(ExtentFlags::ENCODED) {
-                e.length
-            } else {
-                0
-            };
-            inline += if f.contains(ExtentFlags::DATA_INLINE) {
-                e.length
-            } else {
-                0
-            };
+            let with = |flag| if e.flags.contains(flag) { e.length } else { 0 };
+            unwritten += with(ExtentFlags::UNWRITTEN);
+            delalloc += with(ExtentFlags::DELALLOC);
+            shared += with(ExtentFlags::SHARED);
+            encoded += with(ExtentFlags::ENCODED);
+            inline += with(ExtentFlags::DATA_INLINE);
             if e.logical > pos && pos < layout.size {
                 holes += 1;
                 hole_bytes += e.logical.min(layout.size) - pos;
@@ -411,31 +404,13 @@ impl FileMetrics {
                 continue;
             }
             if e.is_located() {
-                match &mut frag {
-                    Some((cur, last)) if last.continues_into(e) => {
-                        cur.length = e.logical_end() - cur.logical;
-                        *last = *e;
-                    }
-                    _ => {
-                        if let Some((done, _)) = frag.take() {
-                            self.close_fragment(&done, &mut prev_frag_end, bs);
-                        }
-                        frag = Some((Fragment::of(e), *e));
-                    }
+                if let Some(done) = extend_run(&mut frag, e) {
+                    self.close_fragment(&done, &mut prev_frag_end, bs);
                 }
             }
             if e.costs_read_io() {
-                match &mut run {
-                    Some((cur, last)) if last.continues_into(e) => {
-                        cur.length = e.logical_end() - cur.logical;
-                        *last = *e;
-                    }
-                    _ => {
-                        if let Some((done, _)) = run.take() {
-                            self.close_run(done, readable_end, &mut windows);
-                        }
-                        run = Some((Fragment::of(e), *e));
-                    }
+                if let Some(done) = extend_run(&mut run, e) {
+                    self.close_run(done, readable_end, &mut windows);
                 }
             }
         }
