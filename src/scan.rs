@@ -151,7 +151,8 @@ pub fn scan_roots(
     let stats = WalkStats::default();
     let mut files = Vec::new();
     // In walk order (roots as given, then path order), whatever the thread count.
-    let map = |b: &mut Vec<FileEntry>, f: ScannedFile| {
+    let map = |b: &mut Vec<FileEntry>, f: &mut ScannedFile| {
+        let f = std::mem::replace(f, ScannedFile::empty());
         let metrics = FileMetrics::compute(&f.layout, request_sizes);
         b.push(FileEntry {
             file: f,

@@ -460,3 +460,109 @@ fn scan_model_sees_the_fast24_worst_case() {
         );
     }
 }
+
+/// The rows of a csv text (RFC 4180: quoted fields may hold commas, quotes and newlines).
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
+    let (mut quoted, mut chars) = (false, text.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    rows
+}
+
+/// json, ndjson and csv of one tree list the same files in the same order with the same
+/// numbers, at -j 1 and -j 2 byte for byte, and names holding quotes, a backslash, a
+/// newline, a comma, a tab or bytes that are not UTF-8 come out as serde writes the
+/// lossy UTF-8 name (JSON) and quoted (csv).
+#[test]
+fn formats_agree_and_escape_odd_names() {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let s = scratch(FsType::Ext4, 64 << 20, &[]);
+    let root = s.mountpoint();
+    let d = root.join("d");
+    std::fs::create_dir(&d).unwrap();
+    let odd: [&[u8]; 8] = [
+        b"q\"uote",
+        b"back\\slash",
+        b"new\nline",
+        b"com,ma",
+        b"bad-\xff\xfe",
+        b"tab\t",
+        b"utf8-\xc3\xa9",
+        b"plain",
+    ];
+    for (i, n) in odd.iter().enumerate() {
+        write_file(
+            &d.join(std::ffi::OsStr::from_bytes(n)),
+            3000 + i * 5000,
+            i as u8,
+        );
+    }
+    // More than one batch of 256 files.
+    for i in 0..300 {
+        write_file(&d.join(format!("f{i:03}")), 100 + i, 1);
+    }
+    let r = root.to_string_lossy();
+    let run = |format: &str, threads: &str| {
+        let out = fragkit(&["scan", "--format", format, "-j", threads, &r]);
+        assert!(out.status.success(), "{format}: {out:?}");
+        out.stdout
+    };
+    for format in ["json", "ndjson", "csv"] {
+        assert_eq!(
+            run(format, "1"),
+            run(format, "2"),
+            "{format}: -j 1 and -j 2"
+        );
+    }
+    let json: Value = serde_json::from_slice(&run("json", "2")).unwrap();
+    let files = json["files"].as_array().unwrap();
+    assert_eq!(files.len(), 308);
+    let nd: Vec<Value> = String::from_utf8(run("ndjson", "2"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (summary, nd_files) = nd.split_last().unwrap();
+    assert_eq!(nd_files, &files[..], "ndjson lines = json files");
+    assert_eq!(summary["summary"], json["summary"]);
+    for n in odd {
+        let want = String::from_utf8_lossy(
+            &d.join(std::ffi::OsStr::from_bytes(n))
+                .into_os_string()
+                .into_vec(),
+        )
+        .into_owned();
+        assert!(
+            files.iter().any(|f| f["path"] == want.as_str()),
+            "{want:?} listed"
+        );
+    }
+    let csv = csv_rows(&String::from_utf8(run("csv", "2")).unwrap());
+    let (header, rows) = csv.split_first().unwrap();
+    assert_eq!(rows.len(), files.len());
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    for (row, f) in rows.iter().zip(files) {
+        assert_eq!(row[col("path")], f["path"].as_str().unwrap());
+        for key in ["ino", "size", "allocated", "fragments"] {
+            assert_eq!(row[col(key)], f[key].to_string(), "{key} of {}", f["path"]);
+        }
+        let extents = f["extents"].as_array().unwrap().len();
+        assert_eq!(row[col("extents")], extents.to_string());
+    }
+}

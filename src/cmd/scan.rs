@@ -82,43 +82,52 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     // Files are rendered on the workers unless the listing is kept whole for sorting
     // (`--top`: a few whole entries).
     let render_on_workers = !args.summary_only && (streaming || top == usize::MAX);
+    // Text buffers of batches already written, for the next batches: a batch's ~180 KB
+    // of text grown from empty was a realloc and copy every few files (callgrind).
+    let text_pool: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
     let new_batch = || Batch {
         summary: SetMetrics::new(&request_sizes),
+        text: text_pool.lock().unwrap().pop().unwrap_or_default(),
         ..Batch::default()
     };
     let min_fragments = args.min_fragments;
     let summary_only = args.summary_only;
-    let map = |b: &mut Batch, file: ScannedFile| {
-        let metrics = FileMetrics::compute(&file.layout, &request_sizes);
-        // Valid parameters (checked above) cannot fail here.
-        let cost = model.as_ref().and_then(|p| {
-            crate::ssd::layout::file_cost(p, &file.layout.extents, metrics.size, request_sizes[0])
-                .ok()
+    let map = |b: &mut Batch, file: &mut ScannedFile| {
+        // The batch's one entry holds each file in turn: its metrics vectors are reused,
+        // and the walk's path and extent buffers are swapped in and handed back after.
+        let entry = b.entry.get_or_insert_with(|| FileEntry {
+            file: ScannedFile::empty(),
+            metrics: FileMetrics::empty(),
+            model: None,
         });
-        let entry = FileEntry {
-            file,
-            metrics,
-            model: cost,
-        };
+        std::mem::swap(&mut entry.file, file);
+        entry
+            .metrics
+            .compute_into(&entry.file.layout, &request_sizes);
+        // Valid parameters (checked above) cannot fail here.
+        entry.model = model.as_ref().and_then(|p| {
+            let l = &entry.file.layout;
+            crate::ssd::layout::file_cost(p, &l.extents, entry.metrics.size, request_sizes[0]).ok()
+        });
         b.summary.add(&entry.metrics);
-        b.worst.extend(Worst::of(&entry));
-        if let Some(c) = &cost {
+        b.worst.extend(Worst::of(entry));
+        if let Some(c) = &entry.model {
             b.model.add(c);
-            b.model_worst.extend(ModelWorst::of(&entry));
+            b.model_worst.extend(ModelWorst::of(entry));
         }
         if summary_only || entry.metrics.fragments < min_fragments {
-            return;
+        } else if !render_on_workers {
+            b.files.push(entry.clone());
+        } else {
+            let start = b.text.len();
+            render(format, &mut b.text, entry);
+            b.listed.push(Listed {
+                // Sort keys only where the rows are sorted later.
+                keys: (!streaming).then(|| Keys::of(entry)),
+                text: start..b.text.len(),
+            });
         }
-        if !render_on_workers {
-            b.files.push(entry);
-            return;
-        }
-        let start = b.text.len();
-        render(format, &mut b.text, &entry);
-        b.listed.push(Listed {
-            keys: Keys::of(&entry),
-            text: start..b.text.len(),
-        });
+        std::mem::swap(&mut entry.file, file);
     };
 
     let mut summary = SetMetrics::new(&request_sizes);
@@ -145,6 +154,10 @@ pub fn run(args: ScanArgs) -> Result<i32> {
                 _ => {}
             }
         }
+        let recycle = |mut text: Vec<u8>| {
+            text.clear();
+            text_pool.lock().unwrap().push(text);
+        };
         let mut sink = |b: Batch| {
             summary.merge(&b.summary);
             b.worst.into_iter().for_each(|x| worst.push(x));
@@ -161,13 +174,19 @@ pub fn run(args: ScanArgs) -> Result<i32> {
                     .for_each(|f| kept_entries.push((Keys::of(&f), f)));
                 for l in b.listed {
                     kept_rows.push(Compact {
-                        keys: l.keys,
+                        keys: l.keys.expect("keys are kept when not streaming"),
                         text: b.text[l.text].into(),
                     });
                 }
+                recycle(b.text);
                 return ControlFlow::Continue(());
             }
             let mut write = || -> std::io::Result<()> {
+                if format != ScanFormat::Json && top - written >= b.listed.len() {
+                    // Lines with their newlines, one after another: the batch at once.
+                    written += b.listed.len();
+                    return w.write_all(&b.text);
+                }
                 for l in &b.listed {
                     if written == top {
                         break;
@@ -180,7 +199,9 @@ pub fn run(args: ScanArgs) -> Result<i32> {
                 }
                 Ok(())
             };
-            match write() {
+            let result = write();
+            recycle(b.text);
+            match result {
                 Ok(()) => ControlFlow::Continue(()),
                 // Nothing more can be written (a closed pipe: `| head`): stop the walk
                 // too; main exits quietly on a broken pipe.
@@ -316,13 +337,16 @@ struct Batch {
     model_worst: Vec<ModelWorst>,
     /// Whole entries (filefrag, or candidates for `--top`).
     files: Vec<FileEntry>,
+    /// The entry each file of the batch is mapped into in turn.
+    entry: Option<FileEntry>,
     /// Rendered files: their text in `text`, one after another.
     listed: Vec<Listed>,
     text: Vec<u8>,
 }
 
 struct Listed {
-    keys: Keys,
+    /// None while streaming (written in walk order, never sorted).
+    keys: Option<Keys>,
     text: std::ops::Range<usize>,
 }
 

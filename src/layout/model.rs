@@ -16,6 +16,15 @@ pub struct Fragment {
 }
 
 impl Fragment {
+    /// The fragment of one extent record.
+    pub fn of(e: &Extent) -> Fragment {
+        Fragment {
+            logical: e.logical,
+            physical: e.physical,
+            length: e.length,
+            extents: 1,
+        }
+    }
     pub fn logical_end(&self) -> u64 {
         self.logical + self.length
     }

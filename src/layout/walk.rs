@@ -54,6 +54,23 @@ pub struct ScannedFile {
 }
 
 impl ScannedFile {
+    /// Nothing mapped yet: the buffer the walk maps file after file into.
+    pub fn empty() -> ScannedFile {
+        ScannedFile {
+            path: PathBuf::new(),
+            dev: 0,
+            ino: 0,
+            nlink: 0,
+            fs: FsInfo::unknown(),
+            layout: FileLayout {
+                size: 0,
+                allocated: 0,
+                block_size: 0,
+                extents: Vec::new(),
+            },
+        }
+    }
+
     /// "major:minor" of the device, as in docs/design.md's JSON.
     pub fn dev_string(&self) -> String {
         let (major, minor) = crate::sys::dev::split(self.dev);
@@ -247,7 +264,9 @@ struct Job {
     /// None: `names` are paths named by the user, opened relative to the working directory.
     dir: Option<std::sync::Arc<OwnedFd>>,
     dir_path: std::sync::Arc<PathBuf>,
-    names: Vec<Vec<u8>>,
+    /// The files' names (paths if `dir` is None), each followed by a NUL byte: one buffer
+    /// per batch, not one allocation per file.
+    names: Vec<u8>,
 }
 
 /// Shared state of one walk: options, counters, errors, the hard-link and statfs caches.
@@ -269,6 +288,7 @@ pub fn walk<F>(roots: &[Root], opts: &WalkOptions, stats: &WalkStats, visit: &F)
 where
     F: Fn(ScannedFile) + Sync,
 {
+    // The visitor keeps each file: hand it over, the walk starts a fresh buffer.
     let workers = rayon::current_num_threads();
     walk_ordered(
         roots,
@@ -276,7 +296,7 @@ where
         stats,
         workers,
         &|| (),
-        &|_, f| visit(f),
+        &|_, f| visit(std::mem::replace(f, ScannedFile::empty())),
         &mut |_| ControlFlow::Continue(()),
     )
 }
@@ -295,7 +315,7 @@ pub fn walk_ordered<B: Send>(
     stats: &WalkStats,
     workers: usize,
     new_batch: &(dyn Fn() -> B + Sync),
-    map: &(dyn Fn(&mut B, ScannedFile) + Sync),
+    map: &(dyn Fn(&mut B, &mut ScannedFile) + Sync),
     sink: &mut dyn FnMut(B) -> ControlFlow<()>,
 ) -> Vec<PathError> {
     let w = Walker {
@@ -310,16 +330,20 @@ pub fn walk_ordered<B: Send>(
     let run = |job: &Job| {
         let mut batch = new_batch();
         let dirfd = job.dir.as_ref().map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
-        for name in &job.names {
-            let rel = Path::new(OsStr::from_bytes(name));
-            let named = job.dir.is_none();
-            let full = if named {
-                rel.to_path_buf()
+        let named = job.dir.is_none();
+        // One file's buffers (path, extents) for the whole batch: `map` borrows the file
+        // (or takes it, leaving an empty one), the next file is mapped into the same room.
+        let mut file = ScannedFile::empty();
+        for name in job.names.split_inclusive(|&b| b == 0) {
+            let name = CStr::from_bytes_with_nul(name).expect("one NUL after each name");
+            let dir = if named {
+                Path::new("")
             } else {
-                job.dir_path.join(rel)
+                &**job.dir_path
             };
-            if let Some(f) = w.map_file(dirfd, rel, full, named) {
-                map(&mut batch, f);
+            set_path(&mut file.path, dir, name.to_bytes());
+            if w.map_file(dirfd, name, named, &mut file) {
+                map(&mut batch, &mut file);
             }
         }
         batch
@@ -429,7 +453,7 @@ impl Walker<'_> {
                         seq,
                         dir: None,
                         dir_path: std::sync::Arc::new(PathBuf::new()),
-                        names: vec![p.as_os_str().as_bytes().to_vec()],
+                        names: [p.as_os_str().as_bytes(), b"\0"].concat(),
                     });
                     seq += 1;
                 }
@@ -460,68 +484,88 @@ impl Walker<'_> {
             Ok(e) => e,
             Err(e) => return self.error(&path, e, "cannot read directory"),
         };
-        // (name, is_dir): regular files to map and directories to enter, nothing else.
-        let mut kept: Vec<(Vec<u8>, bool)> = Vec::with_capacity(entries.len());
-        for (name, dtype) in entries {
+        // Regular files to map and directories to enter, nothing else.
+        let mut kept: Vec<Kept> = Vec::with_capacity(entries.list.len());
+        for &(start, len, dtype) in &entries.list {
+            let cname = entries.name((start, len));
+            let name = cname.to_bytes();
             let dtype = if dtype == libc::DT_UNKNOWN {
-                match fstatat_nofollow(dir.as_raw_fd(), &name) {
+                match fstatat_nofollow(dir.as_raw_fd(), cname) {
                     Ok(st) => mode_to_dtype(st.st_mode),
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                         self.stats.vanished.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
                     Err(e) => {
-                        self.error(&path.join(OsStr::from_bytes(&name)), e, "cannot stat");
+                        self.error(&path.join(OsStr::from_bytes(name)), e, "cannot stat");
                         continue;
                     }
                 }
             } else {
                 dtype
             };
-            match dtype {
-                libc::DT_DIR => kept.push((name, true)),
-                libc::DT_REG if self.wanted(&name) => kept.push((name, false)),
+            let is_dir = match dtype {
+                libc::DT_DIR => true,
+                libc::DT_REG if self.wanted(name) => false,
                 libc::DT_REG => {
                     self.stats.skipped_filtered.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
                 _ => {
                     self.stats
                         .skipped_non_regular
                         .fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
-            }
+            };
+            kept.push(Kept {
+                key: sort_prefix(name, is_dir),
+                start: (start, len),
+                is_dir,
+            });
         }
         // Byte order of the full paths: a directory sorts as "name/", so its whole subtree
-        // lands where its paths sort ("a.txt" < "a/x" because '.' < '/').
-        kept.sort_unstable_by(|(a, ad), (b, bd)| path_order(a, *ad, b, *bd));
+        // lands where its paths sort ("a.txt" < "a/x" because '.' < '/'). The first eight
+        // bytes decide almost every comparison as one integer compare.
+        kept.sort_unstable_by(|a, b| {
+            a.key.cmp(&b.key).then_with(|| {
+                let (an, bn) = (entries.name(a.start), entries.name(b.start));
+                path_order(an.to_bytes(), a.is_dir, bn.to_bytes(), b.is_dir)
+            })
+        });
         let dir = std::sync::Arc::new(dir);
         let dir_path = std::sync::Arc::new(path);
-        let mut names: Vec<Vec<u8>> = Vec::new();
-        let flush = |names: &mut Vec<Vec<u8>>, seq: &mut u64, emit: &mut dyn FnMut(Job)| {
-            if !names.is_empty() {
-                emit(Job {
-                    seq: *seq,
-                    dir: Some(dir.clone()),
-                    dir_path: dir_path.clone(),
-                    names: std::mem::take(names),
-                });
-                *seq += 1;
-            }
-        };
-        for (name, is_dir) in kept {
+        let mut names: Vec<u8> = Vec::new();
+        let mut count = 0;
+        let flush =
+            |names: &mut Vec<u8>, count: &mut usize, seq: &mut u64, emit: &mut dyn FnMut(Job)| {
+                if *count > 0 {
+                    emit(Job {
+                        seq: *seq,
+                        dir: Some(dir.clone()),
+                        dir_path: dir_path.clone(),
+                        names: std::mem::take(names),
+                    });
+                    *seq += 1;
+                    *count = 0;
+                }
+            };
+        for k in kept {
             if self.stop.load(Ordering::Relaxed) {
                 return;
             }
-            if !is_dir {
-                names.push(name);
-                if names.len() == FILES_PER_BATCH {
-                    flush(&mut names, seq, emit);
+            let cname = entries.name(k.start);
+            if !k.is_dir {
+                names.extend_from_slice(cname.to_bytes_with_nul());
+                count += 1;
+                if count == FILES_PER_BATCH {
+                    flush(&mut names, &mut count, seq, emit);
                 }
                 continue;
             }
-            flush(&mut names, seq, emit);
-            let sub = dir_path.join(OsStr::from_bytes(&name));
-            match open_dir_at(dir.as_raw_fd(), Path::new(OsStr::from_bytes(&name))) {
+            flush(&mut names, &mut count, seq, emit);
+            let sub = dir_path.join(OsStr::from_bytes(cname.to_bytes()));
+            match open_dir_at(dir.as_raw_fd(), cname) {
                 Ok(fd) => {
                     let dev = fstat(fd.as_raw_fd()).map(|st| st.st_dev).unwrap_or(0);
                     if self.opts.one_file_system && dev != root_dev {
@@ -538,7 +582,7 @@ impl Walker<'_> {
                 Err(e) => self.error(&sub, e, "cannot open directory"),
             }
         }
-        flush(&mut names, seq, emit);
+        flush(&mut names, &mut count, seq, emit);
     }
 
     fn wanted(&self, name: &[u8]) -> bool {
@@ -573,33 +617,31 @@ impl Walker<'_> {
     /// (counted as changed); one that grew or was rewritten in place meanwhile keeps the
     /// map FIEMAP gave, as `filefrag` would, and the next scan sees the change. (The
     /// stat before and after FIEMAP that caught those too cost 14% of a scan.)
-    fn map_file(
-        &self,
-        dirfd: RawFd,
-        rel: &Path,
-        full: PathBuf,
-        named: bool,
-    ) -> Option<ScannedFile> {
+    ///
+    /// Maps into `file`, whose path is already set, reusing its extent vector; false if
+    /// the file was skipped (vanished, not regular, a hard link seen before, an error).
+    fn map_file(&self, dirfd: RawFd, rel: &CStr, named: bool, file: &mut ScannedFile) -> bool {
+        let full = &file.path;
         let fd = match open_file_at(dirfd, rel, named) {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !named => {
                 self.stats.vanished.fetch_add(1, Ordering::Relaxed);
-                return None;
+                return false;
             }
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) && !named => {
                 // Replaced by a symlink since the listing: not followed.
                 self.stats
                     .skipped_non_regular
                     .fetch_add(1, Ordering::Relaxed);
-                return None;
+                return false;
             }
             Err(e) => {
-                self.error(&full, e, "cannot open");
-                return None;
+                self.error(full, e, "cannot open");
+                return false;
             }
         };
         let raw = fd.as_raw_fd();
-        let mut extents = Vec::new();
+        let mut extents = std::mem::take(&mut file.layout.extents);
         let mut changed = false;
         for attempt in 0..2 {
             extents.clear();
@@ -607,8 +649,8 @@ impl Walker<'_> {
             let st = match statx_fd(raw) {
                 Ok(st) => st,
                 Err(e) => {
-                    self.error(&full, e, "cannot stat");
-                    return None;
+                    self.error(full, e, "cannot stat");
+                    return false;
                 }
             };
             // Replaced by a directory or FIFO since the listing (FIEMAP's answer is moot).
@@ -616,7 +658,7 @@ impl Walker<'_> {
                 self.stats
                     .skipped_non_regular
                     .fetch_add(1, Ordering::Relaxed);
-                return None;
+                return false;
             }
             if attempt == 0 && st.stx_nlink > 1 {
                 let key = (st.dev(), st.stx_ino);
@@ -624,14 +666,16 @@ impl Walker<'_> {
                     self.stats
                         .hard_link_duplicates
                         .fetch_add(1, Ordering::Relaxed);
-                    return None;
+                    return false;
                 }
             }
-            let fs = match self.fs_of(st.dev(), raw) {
+            // The batch's files are mostly on the previous file's file system.
+            let known = (file.dev == st.dev() && file.fs.magic != 0).then_some(file.fs);
+            let fs = match known.map_or_else(|| self.fs_of(st.dev(), raw), Ok) {
                 Ok(fs) => fs,
                 Err(e) => {
-                    self.error(&full, e, "statfs failed");
-                    return None;
+                    self.error(full, e, "statfs failed");
+                    return false;
                 }
             };
             if let Err(e) = mapped {
@@ -643,10 +687,10 @@ impl Walker<'_> {
                     other => other.to_string(),
                 };
                 self.errors.lock().unwrap().push(PathError {
-                    path: full,
+                    path: full.clone(),
                     message,
                 });
-                return None;
+                return false;
             }
             let bs = u64::from(fs.block_size.max(1));
             let end = extents.last().map_or(0, |e| e.logical_end());
@@ -660,19 +704,17 @@ impl Walker<'_> {
             }
             drop(fd);
             self.stats.files.fetch_add(1, Ordering::Relaxed);
-            return Some(ScannedFile {
-                path: full,
-                dev: st.dev(),
-                ino: st.stx_ino,
-                nlink: u64::from(st.stx_nlink),
-                fs,
-                layout: FileLayout {
-                    size: st.stx_size,
-                    allocated: st.stx_blocks * 512,
-                    block_size: fs.block_size,
-                    extents,
-                },
-            });
+            file.dev = st.dev();
+            file.ino = st.stx_ino;
+            file.nlink = u64::from(st.stx_nlink);
+            file.fs = fs;
+            file.layout = FileLayout {
+                size: st.stx_size,
+                allocated: st.stx_blocks * 512,
+                block_size: fs.block_size,
+                extents,
+            };
+            return true;
         }
         unreachable!("the second attempt always returns")
     }
@@ -714,19 +756,13 @@ fn cpath(p: &Path) -> io::Result<std::ffi::CString> {
 
 /// openat(2) with O_CLOEXEC added.
 pub fn open_at(dirfd: RawFd, p: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
-    // Names from a directory fit NAME_MAX: NUL-terminated on the stack, not the heap.
-    let bytes = p.as_os_str().as_bytes();
-    let mut stack = [0u8; 256];
-    let heap;
-    let c: &CStr = if bytes.len() < stack.len() && !bytes.contains(&0) {
-        stack[..bytes.len()].copy_from_slice(bytes);
-        CStr::from_bytes_until_nul(&stack).expect("NUL-terminated")
-    } else {
-        heap = cpath(p)?;
-        &heap
-    };
+    open_at_c(dirfd, &cpath(p)?, flags)
+}
+
+/// openat(2) of a name already NUL-terminated (a directory entry): no copy.
+fn open_at_c(dirfd: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: openat with a valid C string; the returned fd is owned here.
-    let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags | libc::O_CLOEXEC) };
+    let fd = unsafe { libc::openat(dirfd, name.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -734,10 +770,10 @@ pub fn open_at(dirfd: RawFd, p: &Path, flags: libc::c_int) -> io::Result<OwnedFd
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn open_dir_at(dirfd: RawFd, p: &Path) -> io::Result<OwnedFd> {
-    open_at(
+fn open_dir_at(dirfd: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+    open_at_c(
         dirfd,
-        p,
+        name,
         libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
     )
 }
@@ -749,9 +785,26 @@ fn open_root_dir(p: &Path) -> io::Result<OwnedFd> {
 
 /// O_NONBLOCK: a file replaced by a FIFO after listing must not hang the walk. Only a
 /// file named by the user is reached through a symlink.
-fn open_file_at(dirfd: RawFd, p: &Path, follow: bool) -> io::Result<OwnedFd> {
+fn open_file_at(dirfd: RawFd, name: &CStr, follow: bool) -> io::Result<OwnedFd> {
     let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
-    open_at(dirfd, p, libc::O_RDONLY | nofollow | libc::O_NONBLOCK)
+    open_at_c(dirfd, name, libc::O_RDONLY | nofollow | libc::O_NONBLOCK)
+}
+
+/// `path` = `dir` joined with `name` as `Path::join` joins them, written into the
+/// path's own buffer (no allocation once it is long enough).
+fn set_path(path: &mut PathBuf, dir: &Path, name: &[u8]) {
+    use std::os::unix::ffi::OsStringExt;
+    let mut buf = std::mem::take(path).into_os_string().into_vec();
+    buf.clear();
+    let dir = dir.as_os_str().as_bytes();
+    if name.first() != Some(&b'/') {
+        buf.extend_from_slice(dir);
+        if !dir.is_empty() && !dir.ends_with(b"/") {
+            buf.push(b'/');
+        }
+    }
+    buf.extend_from_slice(name);
+    *path = PathBuf::from(std::ffi::OsString::from_vec(buf));
 }
 
 fn fstat(fd: RawFd) -> io::Result<libc::stat> {
@@ -763,9 +816,7 @@ fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     Ok(st)
 }
 
-fn fstatat_nofollow(dirfd: RawFd, name: &[u8]) -> io::Result<libc::stat> {
-    let c = std::ffi::CString::new(name.to_vec())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))?;
+fn fstatat_nofollow(dirfd: RawFd, c: &CStr) -> io::Result<libc::stat> {
     // SAFETY: as fstat.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstatat(dirfd, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } < 0 {
@@ -796,8 +847,47 @@ fn mode_to_dtype(mode: libc::mode_t) -> u8 {
     }
 }
 
+/// A directory's entries, "." and ".." left out: every name NUL-terminated in one
+/// buffer (one allocation per directory, not per entry) and (offset, d_type) per entry.
+struct DirEntries {
+    names: Vec<u8>,
+    /// (offset, length without the NUL, d_type)
+    list: Vec<(u32, u32, u8)>,
+}
+
+impl DirEntries {
+    fn name(&self, (start, len): (u32, u32)) -> &CStr {
+        let (start, len) = (start as usize, len as usize);
+        let bytes = &self.names[start..start + len + 1];
+        debug_assert!(bytes[len] == 0 && !bytes[..len].contains(&0));
+        // SAFETY: read_dir_entries put each d_name (no NUL inside) and then one NUL here.
+        unsafe { CStr::from_bytes_with_nul_unchecked(bytes) }
+    }
+}
+
+/// An entry the walk keeps, with the first bytes of its sort key as one integer.
+struct Kept {
+    key: u64,
+    /// Offset and length of the name in [`DirEntries::names`].
+    start: (u32, u32),
+    is_dir: bool,
+}
+
+/// The first 8 bytes of a name's place in path order (the name, then '/' for a
+/// directory), big-endian and zero-padded: keys compare as the names do unless equal,
+/// since a name has no NUL and 0 sorts before every byte that can follow.
+fn sort_prefix(name: &[u8], is_dir: bool) -> u64 {
+    let mut k = [0u8; 8];
+    let n = name.len().min(8);
+    k[..n].copy_from_slice(&name[..n]);
+    if is_dir && n < 8 {
+        k[n] = b'/';
+    }
+    u64::from_be_bytes(k)
+}
+
 /// Names and d_type of a directory's entries, "." and ".." left out.
-fn read_dir_entries(dirfd: RawFd) -> io::Result<Vec<(Vec<u8>, u8)>> {
+fn read_dir_entries(dirfd: RawFd) -> io::Result<DirEntries> {
     // fdopendir takes ownership of the fd it is given, so hand it a duplicate.
     // SAFETY: dup of an fd we hold.
     let dup = unsafe { libc::fcntl(dirfd, libc::F_DUPFD_CLOEXEC, 0) };
@@ -812,7 +902,10 @@ fn read_dir_entries(dirfd: RawFd) -> io::Result<Vec<(Vec<u8>, u8)>> {
         unsafe { libc::close(dup) };
         return Err(e);
     }
-    let mut out = Vec::new();
+    let mut out = DirEntries {
+        names: Vec::new(),
+        list: Vec::new(),
+    };
     loop {
         // readdir signals errors only through errno, so clear it first.
         // SAFETY: errno location is thread-local.
@@ -830,14 +923,22 @@ fn read_dir_entries(dirfd: RawFd) -> io::Result<Vec<(Vec<u8>, u8)>> {
         // SAFETY: d_name is NUL-terminated within the entry.
         let (name, dtype) = unsafe {
             (
-                CStr::from_ptr((*ent).d_name.as_ptr()).to_bytes().to_vec(),
+                CStr::from_ptr((*ent).d_name.as_ptr()).to_bytes_with_nul(),
                 (*ent).d_type,
             )
         };
-        if name == b"." || name == b".." {
+        if name == b".\0" || name == b"..\0" {
             continue;
         }
-        out.push((name, dtype));
+        let Ok(start) = u32::try_from(out.names.len()) else {
+            unsafe { libc::closedir(dirp) };
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                "directory names exceed 4 GiB",
+            ));
+        };
+        out.names.extend_from_slice(name);
+        out.list.push((start, name.len() as u32 - 1, dtype));
     }
 }
 

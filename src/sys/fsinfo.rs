@@ -35,6 +35,19 @@ pub const TMPFS_MAGIC: u64 = 0x0102_1994;
 pub const CGROUP2_MAGIC: u64 = 0x6367_7270;
 
 impl FsInfo {
+    /// All zero: a placeholder until a file's file system is known.
+    pub fn unknown() -> FsInfo {
+        FsInfo {
+            magic: 0,
+            block_size: 0,
+            blocks: 0,
+            blocks_available: 0,
+            blocks_free: 0,
+            fragment_size: 0,
+            fsid: [0, 0],
+        }
+    }
+
     /// fstatfs(2) on an open file, with the block size FIGETBSZ reports where it answers.
     pub fn of_fd(fd: BorrowedFd<'_>) -> io::Result<FsInfo> {
         // SAFETY: statfs is plain data; fstatfs fills it or fails.
