@@ -1,5 +1,6 @@
-//! Loads src/trace/bpf/fileio.bpf.c, attaches it to the raw sys_enter/sys_exit tracepoints
-//! and drains its ring buffer until told to stop.
+//! Loads src/trace/bpf/fileio.bpf.c, attaches it to the raw sys_exit tracepoint (and
+//! sched_process_fork when it follows children) and drains its ring buffer until told to
+//! stop.
 //!
 //! Every attachment is a libbpf link owned by the skeleton, which lives on this module's
 //! stack: returning (normally, by error or after Ctrl-C/SIGTERM, which only set a flag)
@@ -120,15 +121,13 @@ pub struct TraceStats {
     pub events: u64,
     /// Records lost because the ring buffer was full.
     pub dropped_ring: u64,
-    /// Calls lost because the thread's task-local storage could not be allocated.
-    pub dropped_pending: u64,
     /// Exit status of the launched command, if any.
     pub command_status: Option<ExitStatus>,
 }
 
 impl TraceStats {
     pub fn dropped(&self) -> u64 {
-        self.dropped_ring + self.dropped_pending
+        self.dropped_ring
     }
 }
 
@@ -176,16 +175,24 @@ fn cgroup_target(path: &Path) -> Result<CgroupTarget> {
     })
 }
 
-fn comm_bytes(name: &str) -> Result<[i8; 16]> {
+/// The comm filter as the program compares it: the name NUL-padded to 16 bytes, and a mask
+/// over the name and its terminating NUL, each as two native-endian words (task->comm as
+/// the program loads it).
+fn comm_words(name: &str) -> Result<([u64; 2], [u64; 2])> {
     let b = name.as_bytes();
     if b.is_empty() || b.len() > 15 || b.contains(&0) {
         bail!("--comm '{name}': expected a process name of 1 to 15 bytes (the kernel keeps 15)");
     }
-    let mut out = [0i8; 16];
-    for (o, &c) in out.iter_mut().zip(b) {
-        *o = c as i8;
-    }
-    Ok(out)
+    let mut word = [0u8; 16];
+    word[..b.len()].copy_from_slice(b);
+    let mut mask = [0u8; 16];
+    mask[..=b.len()].fill(0xff);
+    let split = |a: [u8; 16]| {
+        let lo = u64::from_ne_bytes(a[..8].try_into().expect("8 bytes"));
+        let hi = u64::from_ne_bytes(a[8..].try_into().expect("8 bytes"));
+        [lo, hi]
+    };
+    Ok((split(word), split(mask)))
 }
 
 /// Trace until `stop` says so (or `command`, if given, exits), handing each record to
@@ -209,7 +216,7 @@ pub fn trace(
         }
         None => None,
     };
-    let comm = filter.comm.as_deref().map(comm_bytes).transpose()?;
+    let comm = filter.comm.as_deref().map(comm_words).transpose()?;
     for &pid in &filter.pids {
         if !Path::new(&format!("/proc/{pid}")).exists() {
             bail!("--pid {pid}: no such process");
@@ -230,9 +237,10 @@ pub fn trace(
         ro.self_tgid = std::process::id();
         ro.filter_tgid = by_tgid;
         ro.follow_forks = by_tgid;
-        if let Some(c) = comm {
+        if let Some((word, mask)) = comm {
             ro.filter_comm = true;
-            ro.comm = c;
+            ro.comm_word = word;
+            ro.comm_mask = mask;
         }
         if let Some(cg) = &cgroup {
             ro.cgroup_id = cg.id;
@@ -252,6 +260,8 @@ pub fn trace(
         ro.nr_pwritev2 = libc::SYS_pwritev2;
         ro.wakeup_bytes = RING_BYTES / 8;
     }
+    // The fork hook only matters when following a pid set.
+    open.progs.on_fork.set_autoload(by_tgid);
     let mut skel = open.load().map_err(|e| {
         anyhow!("loading the eBPF programs failed: {e} (needs a kernel with CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS and BTF)")
     })?;
@@ -262,7 +272,7 @@ pub fn trace(
             .context("seeding the pid filter")?;
     }
     skel.attach()
-        .map_err(|e| anyhow!("attaching to the raw sys_enter/sys_exit tracepoints failed: {e}"))?;
+        .map_err(|e| anyhow!("attaching to the raw sys_exit tracepoint failed: {e}"))?;
 
     let mut events = 0u64;
     let mut callback = |data: &[u8]| -> i32 {
@@ -308,21 +318,21 @@ pub fn trace(
     ring.consume()?;
     drop(ring);
 
-    let mut dropped = [0u64; 2];
-    for (i, d) in dropped.iter_mut().enumerate() {
-        let key = (i as u32).to_ne_bytes();
-        if let Some(per_cpu) = skel.maps.drops.lookup_percpu(&key, MapFlags::ANY)? {
-            *d = per_cpu
-                .iter()
-                .map(|v| u64::from_ne_bytes(v[..8].try_into().expect("u64 value")))
-                .sum();
-        }
+    let mut dropped = 0u64;
+    if let Some(per_cpu) = skel
+        .maps
+        .drops
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+    {
+        dropped = per_cpu
+            .iter()
+            .map(|v| u64::from_ne_bytes(v[..8].try_into().expect("u64 value")))
+            .sum();
     }
     Ok(TraceStats {
         duration,
         events,
-        dropped_ring: dropped[0],
-        dropped_pending: dropped[1],
+        dropped_ring: dropped,
         command_status: status,
     })
 }
@@ -370,4 +380,25 @@ pub fn stop_on_signals() -> &'static AtomicBool {
         }
     }
     &SIGNALLED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::comm_words;
+
+    fn bytes(w: [u64; 2]) -> Vec<u8> {
+        w.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn comm_words_mask_the_name_and_its_nul() {
+        let (word, mask) = comm_words("dd").unwrap();
+        assert_eq!(&bytes(word)[..4], b"dd\0\0");
+        assert_eq!(bytes(mask), [[0xff; 3].as_slice(), &[0; 13]].concat());
+        let (word, mask) = comm_words("abcdefghijklmno").unwrap();
+        assert_eq!(bytes(word), b"abcdefghijklmno\0");
+        assert_eq!(bytes(mask), [0xff; 16]);
+        assert!(comm_words("abcdefghijklmnop").is_err());
+        assert!(comm_words("").is_err());
+    }
 }
