@@ -10,11 +10,10 @@
 use std::fs;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -265,11 +264,9 @@ pub fn trace(
     let mut skel = open.load().map_err(|e| {
         anyhow!("loading the eBPF programs failed: {e} (needs a kernel with CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS and BTF)")
     })?;
+    let tgids = TgidBits::of(&mut skel)?;
     for &pid in &filter.pids {
-        skel.maps
-            .tgids
-            .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
-            .context("seeding the pid filter")?;
+        tgids.insert(pid).map_err(|e| anyhow!("--pid {pid}: {e}"))?;
     }
     skel.attach()
         .map_err(|e| anyhow!("attaching to the raw sys_exit tracepoint failed: {e}"))?;
@@ -289,7 +286,7 @@ pub fn trace(
     (stop.on_attached)();
     let started = Instant::now();
     let mut child: Option<Child> = match command {
-        Some(cmd) => Some(spawn_traced(cmd, skel.maps.tgids.as_fd().as_raw_fd())?),
+        Some(cmd) => Some(spawn_traced(cmd, tgids)?),
         None => None,
     };
     let mut status = None;
@@ -337,26 +334,54 @@ pub fn trace(
     })
 }
 
+/// The program's set of traced processes: `tgid_bits` in its .bss, which libbpf maps into
+/// this process (shared, so a child forked from here writes to the same memory).
+#[derive(Clone, Copy)]
+struct TgidBits {
+    words: *const AtomicU64,
+    len: usize,
+}
+
+impl TgidBits {
+    fn of(skel: &mut skel::FileioSkel<'_>) -> Result<TgidBits> {
+        let bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .ok_or_else(|| anyhow!("eBPF object has no .bss"))?;
+        Ok(TgidBits {
+            words: bss.tgid_bits.as_mut_ptr().cast::<AtomicU64>(),
+            len: bss.tgid_bits.len(),
+        })
+    }
+
+    /// Adds `tgid` with an atomic OR (the fork hook may be setting bits of the same word).
+    /// Only raw memory operations: safe between fork and exec.
+    fn insert(self, tgid: u32) -> io::Result<()> {
+        let word = tgid as usize / 64;
+        if word >= self.len {
+            // PID_MAX_LIMIT is 4M on 64-bit, the bitmap's size: cannot happen there.
+            return Err(io::Error::from_raw_os_error(libc::ERANGE));
+        }
+        // SAFETY: `words` points to `len` u64s of the mmapped .bss, which lives as long as
+        // the skeleton (the whole trace) and is only ever accessed atomically by user space.
+        unsafe { (*self.words.add(word)).fetch_or(1 << (tgid % 64), Ordering::Relaxed) };
+        Ok(())
+    }
+}
+
+// SAFETY: TgidBits only does atomic operations on memory that outlives the trace.
+unsafe impl Send for TgidBits {}
+unsafe impl Sync for TgidBits {}
+
 /// Start `cmd` so that its own pid is in the tgid filter before it runs a single instruction
-/// of the program: the child adds itself to the map between fork and exec.
-fn spawn_traced(cmd: &mut Command, tgids_fd: i32) -> Result<Child> {
+/// of the program: the child adds itself to the set between fork and exec.
+fn spawn_traced(cmd: &mut Command, tgids: TgidBits) -> Result<Child> {
     let shown = cmd.get_program().to_string_lossy().into_owned();
-    // SAFETY: the hook only makes raw syscalls (getpid, bpf) on memory it owns.
+    // SAFETY: the hook only makes a raw syscall (getpid) and an atomic store to memory it
+    // shares with the parent.
     unsafe {
-        cmd.pre_exec(move || {
-            let pid = libc::getpid() as u32;
-            let one = 1u8;
-            let rc = libbpf_rs::libbpf_sys::bpf_map_update_elem(
-                tgids_fd,
-                (&pid as *const u32).cast(),
-                (&one as *const u8).cast(),
-                0,
-            );
-            if rc != 0 {
-                return Err(io::Error::from_raw_os_error(-rc));
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || tgids.insert(libc::getpid() as u32));
     }
     cmd.spawn().map_err(|e| anyhow!("cannot run {shown}: {e}"))
 }

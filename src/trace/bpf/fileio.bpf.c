@@ -26,8 +26,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Filters, fixed before load by the loader (.rodata). */
 const volatile u32 self_tgid = 0;      /* never trace fragkit itself */
-const volatile bool filter_tgid = false; /* only tgids in `tgids` (--pid, -- CMD) */
-const volatile bool follow_forks = false; /* children of traced tgids join `tgids` */
+const volatile bool filter_tgid = false; /* only tgids in `tgid_bits` (--pid, -- CMD) */
+const volatile bool follow_forks = false; /* children of traced tgids join `tgid_bits` */
 const volatile bool filter_comm = false;
 const volatile u64 comm_word[2] = {};   /* the wanted comm, NUL-padded */
 const volatile u64 comm_mask[2] = {};   /* 0xff over its bytes and its terminating NUL */
@@ -56,12 +56,23 @@ struct event {
  * src/trace/loader.rs checks its struct Event against at compile time. */
 struct event event_layout = {};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, u32);
-	__type(value, u8);
-} tgids SEC(".maps");
+/* The traced processes (--pid, -- CMD and their children) as a bitmap indexed by tgid: a
+ * process that is filtered out costs one load and a shift, not a hash lookup. Sized for
+ * PID_MAX_LIMIT on 64-bit (4M, include/linux/threads.h): 512 KiB. User space sets bits
+ * through the mmapped .bss (src/trace/loader.rs), the fork hook with an atomic OR. */
+#define TGID_LIMIT (1u << 22)
+u64 tgid_bits[TGID_LIMIT / 64];
+
+static __always_inline bool tgid_traced(u32 tgid)
+{
+	u32 word = tgid / 64;
+	/* Check the index itself, in the register that indexes: otherwise clang recomputes it
+	 * from the 64-bit pid_tgid past the check and the verifier sees no bound. */
+	barrier_var(word);
+	if (word >= TGID_LIMIT / 64)
+		return false;
+	return (tgid_bits[word] >> (tgid % 64)) & 1;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -97,7 +108,7 @@ static __always_inline bool wanted(u32 tgid)
 		if ((c[0] & comm_mask[0]) != comm_word[0] || (c[1] & comm_mask[1]) != comm_word[1])
 			return false;
 	}
-	if (filter_tgid && !bpf_map_lookup_elem(&tgids, &tgid))
+	if (filter_tgid && !tgid_traced(tgid))
 		return false;
 	if (cgroup_id && bpf_get_current_ancestor_cgroup_id(cgroup_level) != cgroup_id)
 		return false;
@@ -206,10 +217,13 @@ int on_fork(u64 *ctx)
 	struct task_struct *parent = (struct task_struct *)ctx[0];
 	struct task_struct *child = (struct task_struct *)ctx[1];
 	u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!bpf_map_lookup_elem(&tgids, &ptgid))
+	if (!tgid_traced(ptgid))
 		return 0;
 	u32 ctgid = BPF_CORE_READ(child, tgid);
-	u8 one = 1;
-	bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY);
+	/* Atomic: parents on other CPUs may be setting bits of the same word. */
+	u32 word = ctgid / 64;
+	barrier_var(word);
+	if (word < TGID_LIMIT / 64)
+		__sync_fetch_and_or(&tgid_bits[word], 1ull << (ctgid % 64));
 	return 0;
 }
