@@ -18,7 +18,10 @@
 # Rounds: every round runs base, floor, floor2, filtered and traced once each, in an order
 # that rotates from round to round; each configuration's cost is its difference to the same
 # round's base. Prints the median difference with min..max over ROUNDS rounds.
-# Needs root. Usage: bench/trace-overhead.sh [PREAD_CALLS] [DIRECT_CALLS] [ROUNDS]
+# With OTHER=/path/to/fragkit (e.g. a build of an earlier commit), every round also runs
+# that binary filtered and traced ("filtered-other", "traced-other"): two tracer versions
+# compared in the same rounds.
+# Needs root. Usage: [OTHER=FRAGKIT] bench/trace-overhead.sh [PREAD_CALLS] [DIRECT_CALLS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $(id -u) -eq 0 ]] || { echo "bench/trace-overhead.sh: needs root (eBPF, loop devices)" >&2; exit 1; }
@@ -134,10 +137,11 @@ run() {
   local mode=$1 calls=$2 rate=$3 which=$4
   case $which in
     base) echo "$("$work/ioloop" "$mode" "$mnt/data" "$calls" "$rate") 0 0" ;;
-    traced)
-      local ns d e
+    traced | traced-other)
+      local ns d e bin=$FRAGKIT
+      [[ $which == traced-other ]] && bin=$OTHER
       # With -o, fragkit's stdout is the command's: ioloop's ns per call.
-      ns=$("$FRAGKIT" trace --mount "$mnt" -o "$work/profile.json" -- \
+      ns=$("$bin" trace --mount "$mnt" -o "$work/profile.json" -- \
         "$work/ioloop" "$mode" "$mnt/data" "$calls" "$rate" 2>/dev/null)
       d=$(grep -m1 '"dropped"' "$work/profile.json" | tr -dc 0-9)
       e=$(grep -m1 '"events"' "$work/profile.json" | tr -dc 0-9)
@@ -146,11 +150,13 @@ run() {
     floor) echo "$(beside "attached" "$mode" "$calls" "$rate" "$work/floor" "$work/floor.bpf.o") 0 0" ;;
     floor2) echo "$(beside "attached" "$mode" "$calls" "$rate" "$work/floor" "$work/floor2.bpf.o") 0 0" ;;
     filtered) echo "$(beside "tracing" "$mode" "$calls" "$rate" "$FRAGKIT" trace --comm fragkit-nomatch -o /dev/null) 0 0" ;;
+    filtered-other) echo "$(beside "tracing" "$mode" "$calls" "$rate" "$OTHER" trace --comm fragkit-nomatch -o /dev/null) 0 0" ;;
   esac
 }
 
 configs=(base floor floor2 filtered traced)
-printf '%-22s %9s %22s %9s %22s %9s %8s\n' loop cpu_ns "added: median (min..max)" wall_ns "added: median (min..max)" events dropped
+[[ -n ${OTHER:-} ]] && configs+=(filtered-other traced-other)
+printf '%-26s %9s %22s %9s %22s %9s %8s\n' loop cpu_ns "added: median (min..max)" wall_ns "added: median (min..max)" events dropped
 for spec in "pread4k $PREAD_CALLS" "direct128k $DIRECT_CALLS"; do
   set -- $spec
   mode=$1 calls=$2
@@ -162,22 +168,22 @@ for spec in "pread4k $PREAD_CALLS" "direct128k $DIRECT_CALLS"; do
     done
   done
   # Per round: each configuration minus that round's base; then median and range.
-  awk -v mode="$mode" -v n="$ROUNDS" '
+  awk -v mode="$mode" -v n="$ROUNDS" -v configs="${configs[*]}" '
     { c[$1, $2] = $3; t[$1, $2] = $4; d[$2] += $5; e[$2] = $6 }
     function sortn(a, k,   i, j, x) { for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x } }
     function med(a, k) { return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
     END {
-      split("base floor floor2 filtered traced", order, " ")
-      for (i = 1; i <= 5; i++) { w = order[i]
+      nc = split(configs, order, " ")
+      for (i = 1; i <= nc; i++) { w = order[i]
         for (r = 0; r < n; r++) { ca[r + 1] = c[r, w] - c[r, "base"]; ta[r + 1] = t[r, w] - t[r, "base"]; cv[r + 1] = c[r, w]; tv[r + 1] = t[r, w] }
         sortn(ca, n); sortn(ta, n); sortn(cv, n); sortn(tv, n)
-        printf "%-22s %9.1f %9.1f (%5.0f..%5.0f) %9.1f %9.1f (%5.0f..%5.0f) %9d %8d\n", mode " " w, med(cv, n), med(ca, n), ca[1], ca[n], med(tv, n), med(ta, n), ta[1], ta[n], e[w], d[w] } }' "$work/results"
+        printf "%-26s %9.1f %9.1f (%5.0f..%5.0f) %9.1f %9.1f (%5.0f..%5.0f) %9d %8d\n", mode " " w, med(cv, n), med(ca, n), ca[1], ca[n], med(tv, n), med(ta, n), ta[1], ta[n], e[w], d[w] } }' "$work/results"
 done
-echo "rounds: $ROUNDS (base, floor, floor2, filtered and traced once each per round, rotating order); cpu = the loop's own CPU time per call"
+echo "rounds: $ROUNDS (${configs[*]} once each per round, rotating order); cpu = the loop's own CPU time per call"
 
 # Paced: 500k traced calls per second for 2 s; the tracer must lose nothing. (A loop that
 # cannot keep the pace on a busy machine runs flat out instead: the achieved rate is shown.)
 read -r c w d e < <(run pread4k 1000000 500000 traced)
 rate=$(awk -v ns="$w" 'BEGIN { printf "%.0f", 1e9 / ns }')
-printf '%-22s %9.1f %22s %9.1f %22s %9d %8d  (%s calls/s)\n' "pread4k traced 500k/s" "$c" - "$w" - "$e" "$d" "$rate"
+printf '%-26s %9.1f %22s %9.1f %22s %9d %8d  (%s calls/s)\n' "pread4k traced 500k/s" "$c" - "$w" - "$e" "$d" "$rate"
 [[ $d -eq 0 ]] || echo "WARNING: $d records dropped at $rate calls/s" >&2
