@@ -95,9 +95,9 @@ static __always_inline void count_drop(u32 which)
 }
 
 /* The process filters, cheapest first. comm is compared as two 8-byte words under a mask
- * that covers the wanted name and its terminating NUL: the kernel pads comm with NULs
- * (__set_task_comm uses strscpy_pad), so this is an exact name match without a helper
- * call or a byte loop. */
+ * that covers the wanted name and its terminating NUL: an exact name match (a shorter name
+ * has its NUL where the wanted one has a byte, a longer one a byte where it has its NUL;
+ * what follows the NUL does not matter), without a helper call or a byte loop. */
 static __always_inline bool wanted(u32 tgid)
 {
 	if (tgid == self_tgid)
