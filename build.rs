@@ -17,7 +17,8 @@ fn main() {
     for (src, skel) in PROGRAMS {
         SkeletonBuilder::new()
             .source(src)
-            .clang_args(["-O2", "-g", "-Wall", "-Isrc/trace/bpf"])
+            // -mcpu=v3: atomic OR on map values (fileio's pid bitmap); kernel 5.12 or later.
+            .clang_args(["-O2", "-g", "-Wall", "-mcpu=v3", "-Isrc/trace/bpf"])
             .build_and_generate(out.join(skel))
             .unwrap_or_else(|e| {
                 panic!("building {src} (needs clang; run scripts/install-deps): {e:#}")

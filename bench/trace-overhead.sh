@@ -9,14 +9,19 @@
 # "cpu" is the loop's own CPU time per call (CLOCK_PROCESS_CPUTIME_ID): the eBPF programs
 # run inside its syscalls, so this is what tracing adds to each call, and it is not inflated
 # by waiting for a CPU on a busy machine; "wall" is elapsed time per call, for reference.
-# Physical floor: "floor" attaches two EMPTY programs to the same raw sys_enter/sys_exit
-# tracepoints fragkit uses (a 20-line libbpf loader built here): what the kernel charges
-# every syscall of every process for having a syscall tracepoint enabled at all, before any
-# of fragkit's filtering runs. "filtered" cannot go below it.
-# Rounds: every round runs base, floor, filtered and traced once each, in an order that
-# rotates from round to round; each configuration's cost is its difference to the same
+# Physical floor: "floor" attaches one EMPTY program to the same raw sys_exit tracepoint
+# fragkit uses (a 20-line libbpf loader built here): what the kernel charges every syscall
+# of every process for having a syscall tracepoint enabled at all, before any of fragkit's
+# filtering runs. "filtered" cannot go below it. "floor2" attaches empty programs to both
+# sys_enter and sys_exit (fragkit's hooks until it moved everything to sys_exit), for
+# comparison.
+# Rounds: every round runs base, floor, floor2, filtered and traced once each, in an order
+# that rotates from round to round; each configuration's cost is its difference to the same
 # round's base. Prints the median difference with min..max over ROUNDS rounds.
-# Needs root. Usage: bench/trace-overhead.sh [PREAD_CALLS] [DIRECT_CALLS] [ROUNDS]
+# With OTHER=/path/to/fragkit (e.g. a build of an earlier commit), every round also runs
+# that binary filtered and traced ("filtered-other", "traced-other"): two tracer versions
+# compared in the same rounds.
+# Needs root. Usage: [OTHER=FRAGKIT] bench/trace-overhead.sh [PREAD_CALLS] [DIRECT_CALLS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $(id -u) -eq 0 ]] || { echo "bench/trace-overhead.sh: needs root (eBPF, loop devices)" >&2; exit 1; }
@@ -71,14 +76,17 @@ int main(int argc, char **argv) {
 C
 cc -O2 -o "$work/ioloop" "$work/ioloop.c"
 
-# The floor: empty programs on raw_syscalls:sys_enter and sys_exit.
+# The floors: an empty program on raw_syscalls:sys_exit (floor), and on both sys_enter and
+# sys_exit (floor2).
 cat >"$work/floor.bpf.c" <<'C'
 typedef unsigned long long __u64; typedef unsigned int __u32; typedef unsigned short __u16;
 typedef unsigned char __u8; typedef long long __s64; typedef int __s32;
 typedef unsigned int __be32; typedef unsigned short __be16; typedef unsigned int __wsum;
 #include <bpf/bpf_helpers.h>
 char LICENSE[] SEC("license") = "GPL";
+#ifdef BOTH
 SEC("tp_btf/sys_enter") int floor_enter(__u64 *ctx) { return 0; }
+#endif
 SEC("tp_btf/sys_exit") int floor_exit(__u64 *ctx) { return 0; }
 C
 cat >"$work/floor.c" <<'C'
@@ -101,6 +109,7 @@ int main(int argc, char **argv) {
 }
 C
 clang -O2 -g -target bpf -c "$work/floor.bpf.c" -o "$work/floor.bpf.o"
+clang -O2 -g -target bpf -DBOTH -c "$work/floor.bpf.c" -o "$work/floor2.bpf.o"
 cc -O2 -o "$work/floor" "$work/floor.c" -lbpf
 
 mnt=$("$FRAGKIT" scratch create --fs ext4 --size 512M --dir "$work" 2>/dev/null)
@@ -128,22 +137,26 @@ run() {
   local mode=$1 calls=$2 rate=$3 which=$4
   case $which in
     base) echo "$("$work/ioloop" "$mode" "$mnt/data" "$calls" "$rate") 0 0" ;;
-    traced)
-      local ns d e
+    traced | traced-other)
+      local ns d e bin=$FRAGKIT
+      [[ $which == traced-other ]] && bin=$OTHER
       # With -o, fragkit's stdout is the command's: ioloop's ns per call.
-      ns=$("$FRAGKIT" trace --mount "$mnt" -o "$work/profile.json" -- \
+      ns=$("$bin" trace --mount "$mnt" -o "$work/profile.json" -- \
         "$work/ioloop" "$mode" "$mnt/data" "$calls" "$rate" 2>/dev/null)
       d=$(grep -m1 '"dropped"' "$work/profile.json" | tr -dc 0-9)
       e=$(grep -m1 '"events"' "$work/profile.json" | tr -dc 0-9)
       echo "$ns $d $e"
       ;;
     floor) echo "$(beside "attached" "$mode" "$calls" "$rate" "$work/floor" "$work/floor.bpf.o") 0 0" ;;
+    floor2) echo "$(beside "attached" "$mode" "$calls" "$rate" "$work/floor" "$work/floor2.bpf.o") 0 0" ;;
     filtered) echo "$(beside "tracing" "$mode" "$calls" "$rate" "$FRAGKIT" trace --comm fragkit-nomatch -o /dev/null) 0 0" ;;
+    filtered-other) echo "$(beside "tracing" "$mode" "$calls" "$rate" "$OTHER" trace --comm fragkit-nomatch -o /dev/null) 0 0" ;;
   esac
 }
 
-configs=(base floor filtered traced)
-printf '%-22s %9s %22s %9s %22s %9s %8s\n' loop cpu_ns "added: median (min..max)" wall_ns "added: median (min..max)" events dropped
+configs=(base floor floor2 filtered traced)
+[[ -n ${OTHER:-} ]] && configs+=(filtered-other traced-other)
+printf '%-26s %9s %22s %9s %22s %9s %8s\n' loop cpu_ns "added: median (min..max)" wall_ns "added: median (min..max)" events dropped
 for spec in "pread4k $PREAD_CALLS" "direct128k $DIRECT_CALLS"; do
   set -- $spec
   mode=$1 calls=$2
@@ -155,22 +168,22 @@ for spec in "pread4k $PREAD_CALLS" "direct128k $DIRECT_CALLS"; do
     done
   done
   # Per round: each configuration minus that round's base; then median and range.
-  awk -v mode="$mode" -v n="$ROUNDS" '
+  awk -v mode="$mode" -v n="$ROUNDS" -v configs="${configs[*]}" '
     { c[$1, $2] = $3; t[$1, $2] = $4; d[$2] += $5; e[$2] = $6 }
     function sortn(a, k,   i, j, x) { for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x } }
     function med(a, k) { return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
     END {
-      split("base floor filtered traced", order, " ")
-      for (i = 1; i <= 4; i++) { w = order[i]
+      nc = split(configs, order, " ")
+      for (i = 1; i <= nc; i++) { w = order[i]
         for (r = 0; r < n; r++) { ca[r + 1] = c[r, w] - c[r, "base"]; ta[r + 1] = t[r, w] - t[r, "base"]; cv[r + 1] = c[r, w]; tv[r + 1] = t[r, w] }
         sortn(ca, n); sortn(ta, n); sortn(cv, n); sortn(tv, n)
-        printf "%-22s %9.1f %9.1f (%5.0f..%5.0f) %9.1f %9.1f (%5.0f..%5.0f) %9d %8d\n", mode " " w, med(cv, n), med(ca, n), ca[1], ca[n], med(tv, n), med(ta, n), ta[1], ta[n], e[w], d[w] } }' "$work/results"
+        printf "%-26s %9.1f %9.1f (%5.0f..%5.0f) %9.1f %9.1f (%5.0f..%5.0f) %9d %8d\n", mode " " w, med(cv, n), med(ca, n), ca[1], ca[n], med(tv, n), med(ta, n), ta[1], ta[n], e[w], d[w] } }' "$work/results"
 done
-echo "rounds: $ROUNDS (base, floor, filtered and traced once each per round, rotating order); cpu = the loop's own CPU time per call"
+echo "rounds: $ROUNDS (${configs[*]} once each per round, rotating order); cpu = the loop's own CPU time per call"
 
 # Paced: 500k traced calls per second for 2 s; the tracer must lose nothing. (A loop that
 # cannot keep the pace on a busy machine runs flat out instead: the achieved rate is shown.)
 read -r c w d e < <(run pread4k 1000000 500000 traced)
 rate=$(awk -v ns="$w" 'BEGIN { printf "%.0f", 1e9 / ns }')
-printf '%-22s %9.1f %22s %9.1f %22s %9d %8d  (%s calls/s)\n' "pread4k traced 500k/s" "$c" - "$w" - "$e" "$d" "$rate"
+printf '%-26s %9.1f %22s %9.1f %22s %9d %8d  (%s calls/s)\n' "pread4k traced 500k/s" "$c" - "$w" - "$e" "$d" "$rate"
 [[ $d -eq 0 ]] || echo "WARNING: $d records dropped at $rate calls/s" >&2

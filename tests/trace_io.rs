@@ -69,6 +69,45 @@ fn cached_prefix(path: &Path) -> u64 {
     vec.iter().take_while(|&&b| b & 1 == 1).count() as u64 * 4096
 }
 
+/// `fragkit trace FILTER --mount DIR -o PROFILE` running in the background.
+struct Tracer {
+    child: std::process::Child,
+    err: BufReader<std::process::ChildStderr>,
+    first: String,
+}
+
+impl Tracer {
+    /// Starts the tracer and returns once it says it is tracing (everything attached).
+    fn start(filter: &[&str], dir: &Path, profile: &Path) -> Tracer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+            .arg("trace")
+            .args(filter)
+            .arg("--mount")
+            .arg(dir)
+            .arg("-o")
+            .arg(profile)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(first.contains("tracing"), "tracer did not start: {first}");
+        Tracer { child, err, first }
+    }
+
+    /// SIGTERM ends the trace through the normal path: profile written, exit status 0.
+    fn stop(mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let mut rest = String::new();
+        self.err.read_to_string(&mut rest).unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "tracer failed: {}{rest}", self.first);
+    }
+}
+
 /// The pattern the pid-filtered trace must see (16 calls, all on the scratch fs).
 fn access_pattern(dir: &Path) {
     // Buffered preads above 4 GiB in a sparse file: one block three times, then an
@@ -153,30 +192,10 @@ fn pid_trace_profiles_known_pattern_exactly() {
 
     let out = tempfile::tempdir().unwrap();
     let prof = out.path().join("profile.json");
-    let mut tracer = Command::new(env!("CARGO_BIN_EXE_fragkit"))
-        .args(["trace", "--pid", &std::process::id().to_string(), "--mount"])
-        .arg(&dir)
-        .arg("-o")
-        .arg(&prof)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(tracer.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.contains("tracing"), "tracer did not start: {line}");
-
+    let tracer = Tracer::start(&["--pid", &std::process::id().to_string()], &dir, &prof);
     access_pattern(&dir);
     let cached = cached_prefix(&dir.join("seq"));
-
-    // SIGTERM ends the trace through the normal path: profile written, exit status 0.
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };
-    let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
-    let status = tracer.wait().unwrap();
-    assert!(status.success(), "tracer failed: {line}{rest}");
+    tracer.stop();
 
     let p: Value = serde_json::from_slice(&std::fs::read(&prof).unwrap()).unwrap();
     assert_eq!(p["version"], 1);
@@ -407,4 +426,38 @@ fn btrfs_mount_filter_and_paths_resolve() {
     assert_eq!(p["unresolved_files"], 0, "{p:#}");
     let want: Vec<_> = (0..8).map(|i| (i * 128 * K, 128 * K, 1, 0)).collect();
     assert_eq!(ranges_of(&p, &dir, "data"), want);
+}
+
+/// `--comm` matches the whole process name, compared in the kernel as two masked 8-byte
+/// words: a 15-byte name (the kernel's limit; longer names are cut to it) matches, and a
+/// process whose name is a prefix of the wanted one does not.
+#[test]
+fn comm_filter_matches_the_whole_name_only() {
+    let s = scratch(FsType::Ext4, 64 << 20, &[]);
+    let dir = s.mountpoint().to_path_buf();
+    write_data(&dir.join("match"), 64 * K as usize);
+    write_data(&dir.join("prefix"), 64 * K as usize);
+    let bin = tempfile::tempdir().unwrap();
+    // comm is the executable's name cut to 15 bytes.
+    let long = bin.path().join("fkdd-15-bytes-xyz-more");
+    let short = bin.path().join("fkdd-15-bytes-");
+    for p in [&long, &short] {
+        std::fs::copy("/bin/dd", p).unwrap();
+    }
+    let out = tempfile::tempdir().unwrap();
+    let prof = out.path().join("p.json");
+    let tracer = Tracer::start(&["--comm", "fkdd-15-bytes-x"], &dir, &prof);
+    for (exe, file) in [(&long, "match"), (&short, "prefix")] {
+        let st = Command::new(exe)
+            .arg(format!("if={}", dir.join(file).display()))
+            .args(["of=/dev/null", "bs=4096", "status=none"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    tracer.stop();
+    let p: Value = serde_json::from_slice(&std::fs::read(&prof).unwrap()).unwrap();
+    assert_eq!(p["events"], 16, "{p:#}");
+    assert_eq!(p["files"].as_array().unwrap().len(), 1, "{p:#}");
+    assert_eq!(ranges_of(&p, &dir, "match"), vec![(0, 64 * K, 16, 0)]);
 }

@@ -113,10 +113,8 @@ pub fn write_end(
     if stats.dropped() > 0 {
         writeln!(
             w,
-            "fragkit: {} records dropped ({} ring buffer full, {} calls without task storage): the profile undercounts",
-            stats.dropped(),
-            stats.dropped_ring,
-            stats.dropped_pending
+            "fragkit: {} records dropped (ring buffer full): the profile undercounts",
+            stats.dropped()
         )?;
     }
     Ok(())

@@ -1,5 +1,6 @@
-//! Loads src/trace/bpf/fileio.bpf.c, attaches it to the raw sys_enter/sys_exit tracepoints
-//! and drains its ring buffer until told to stop.
+//! Loads src/trace/bpf/fileio.bpf.c, attaches it to the raw sys_exit tracepoint (and
+//! sched_process_fork when it follows children) and drains its ring buffer until told to
+//! stop.
 //!
 //! Every attachment is a libbpf link owned by the skeleton, which lives on this module's
 //! stack: returning (normally, by error or after Ctrl-C/SIGTERM, which only set a flag)
@@ -9,11 +10,10 @@
 use std::fs;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -120,15 +120,13 @@ pub struct TraceStats {
     pub events: u64,
     /// Records lost because the ring buffer was full.
     pub dropped_ring: u64,
-    /// Calls lost because the thread's task-local storage could not be allocated.
-    pub dropped_pending: u64,
     /// Exit status of the launched command, if any.
     pub command_status: Option<ExitStatus>,
 }
 
 impl TraceStats {
     pub fn dropped(&self) -> u64 {
-        self.dropped_ring + self.dropped_pending
+        self.dropped_ring
     }
 }
 
@@ -176,16 +174,24 @@ fn cgroup_target(path: &Path) -> Result<CgroupTarget> {
     })
 }
 
-fn comm_bytes(name: &str) -> Result<[i8; 16]> {
+/// The comm filter as the program compares it: the name NUL-padded to 16 bytes, and a mask
+/// over the name and its terminating NUL, each as two native-endian words (task->comm as
+/// the program loads it).
+fn comm_words(name: &str) -> Result<([u64; 2], [u64; 2])> {
     let b = name.as_bytes();
     if b.is_empty() || b.len() > 15 || b.contains(&0) {
         bail!("--comm '{name}': expected a process name of 1 to 15 bytes (the kernel keeps 15)");
     }
-    let mut out = [0i8; 16];
-    for (o, &c) in out.iter_mut().zip(b) {
-        *o = c as i8;
-    }
-    Ok(out)
+    let mut word = [0u8; 16];
+    word[..b.len()].copy_from_slice(b);
+    let mut mask = [0u8; 16];
+    mask[..=b.len()].fill(0xff);
+    let split = |a: [u8; 16]| {
+        let lo = u64::from_ne_bytes(a[..8].try_into().expect("8 bytes"));
+        let hi = u64::from_ne_bytes(a[8..].try_into().expect("8 bytes"));
+        [lo, hi]
+    };
+    Ok((split(word), split(mask)))
 }
 
 /// Trace until `stop` says so (or `command`, if given, exits), handing each record to
@@ -209,7 +215,7 @@ pub fn trace(
         }
         None => None,
     };
-    let comm = filter.comm.as_deref().map(comm_bytes).transpose()?;
+    let comm = filter.comm.as_deref().map(comm_words).transpose()?;
     for &pid in &filter.pids {
         if !Path::new(&format!("/proc/{pid}")).exists() {
             bail!("--pid {pid}: no such process");
@@ -230,9 +236,10 @@ pub fn trace(
         ro.self_tgid = std::process::id();
         ro.filter_tgid = by_tgid;
         ro.follow_forks = by_tgid;
-        if let Some(c) = comm {
+        if let Some((word, mask)) = comm {
             ro.filter_comm = true;
-            ro.comm = c;
+            ro.comm_word = word;
+            ro.comm_mask = mask;
         }
         if let Some(cg) = &cgroup {
             ro.cgroup_id = cg.id;
@@ -252,17 +259,17 @@ pub fn trace(
         ro.nr_pwritev2 = libc::SYS_pwritev2;
         ro.wakeup_bytes = RING_BYTES / 8;
     }
+    // The fork hook only matters when following a pid set.
+    open.progs.on_fork.set_autoload(by_tgid);
     let mut skel = open.load().map_err(|e| {
         anyhow!("loading the eBPF programs failed: {e} (needs a kernel with CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS and BTF)")
     })?;
+    let tgids = TgidBits::of(&mut skel)?;
     for &pid in &filter.pids {
-        skel.maps
-            .tgids
-            .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
-            .context("seeding the pid filter")?;
+        tgids.insert(pid).map_err(|e| anyhow!("--pid {pid}: {e}"))?;
     }
     skel.attach()
-        .map_err(|e| anyhow!("attaching to the raw sys_enter/sys_exit tracepoints failed: {e}"))?;
+        .map_err(|e| anyhow!("attaching to the raw sys_exit tracepoint failed: {e}"))?;
 
     let mut events = 0u64;
     let mut callback = |data: &[u8]| -> i32 {
@@ -279,7 +286,7 @@ pub fn trace(
     (stop.on_attached)();
     let started = Instant::now();
     let mut child: Option<Child> = match command {
-        Some(cmd) => Some(spawn_traced(cmd, skel.maps.tgids.as_fd().as_raw_fd())?),
+        Some(cmd) => Some(spawn_traced(cmd, tgids)?),
         None => None,
     };
     let mut status = None;
@@ -308,45 +315,73 @@ pub fn trace(
     ring.consume()?;
     drop(ring);
 
-    let mut dropped = [0u64; 2];
-    for (i, d) in dropped.iter_mut().enumerate() {
-        let key = (i as u32).to_ne_bytes();
-        if let Some(per_cpu) = skel.maps.drops.lookup_percpu(&key, MapFlags::ANY)? {
-            *d = per_cpu
-                .iter()
-                .map(|v| u64::from_ne_bytes(v[..8].try_into().expect("u64 value")))
-                .sum();
-        }
+    let mut dropped = 0u64;
+    if let Some(per_cpu) = skel
+        .maps
+        .drops
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+    {
+        dropped = per_cpu
+            .iter()
+            .map(|v| u64::from_ne_bytes(v[..8].try_into().expect("u64 value")))
+            .sum();
     }
     Ok(TraceStats {
         duration,
         events,
-        dropped_ring: dropped[0],
-        dropped_pending: dropped[1],
+        dropped_ring: dropped,
         command_status: status,
     })
 }
 
+/// The program's set of traced processes: `tgid_bits` in its .bss, which libbpf maps into
+/// this process (shared, so a child forked from here writes to the same memory).
+#[derive(Clone, Copy)]
+struct TgidBits {
+    words: *const AtomicU64,
+    len: usize,
+}
+
+impl TgidBits {
+    fn of(skel: &mut skel::FileioSkel<'_>) -> Result<TgidBits> {
+        let bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .ok_or_else(|| anyhow!("eBPF object has no .bss"))?;
+        Ok(TgidBits {
+            words: bss.tgid_bits.as_mut_ptr().cast::<AtomicU64>(),
+            len: bss.tgid_bits.len(),
+        })
+    }
+
+    /// Adds `tgid` with an atomic OR (the fork hook may be setting bits of the same word).
+    /// Only raw memory operations: safe between fork and exec.
+    fn insert(self, tgid: u32) -> io::Result<()> {
+        let word = tgid as usize / 64;
+        if word >= self.len {
+            // PID_MAX_LIMIT is 4M on 64-bit, the bitmap's size: cannot happen there.
+            return Err(io::Error::from_raw_os_error(libc::ERANGE));
+        }
+        // SAFETY: `words` points to `len` u64s of the mmapped .bss, which lives as long as
+        // the skeleton (the whole trace) and is only ever accessed atomically by user space.
+        unsafe { (*self.words.add(word)).fetch_or(1 << (tgid % 64), Ordering::Relaxed) };
+        Ok(())
+    }
+}
+
+// SAFETY: TgidBits only does atomic operations on memory that outlives the trace.
+unsafe impl Send for TgidBits {}
+unsafe impl Sync for TgidBits {}
+
 /// Start `cmd` so that its own pid is in the tgid filter before it runs a single instruction
-/// of the program: the child adds itself to the map between fork and exec.
-fn spawn_traced(cmd: &mut Command, tgids_fd: i32) -> Result<Child> {
+/// of the program: the child adds itself to the set between fork and exec.
+fn spawn_traced(cmd: &mut Command, tgids: TgidBits) -> Result<Child> {
     let shown = cmd.get_program().to_string_lossy().into_owned();
-    // SAFETY: the hook only makes raw syscalls (getpid, bpf) on memory it owns.
+    // SAFETY: the hook only makes a raw syscall (getpid) and an atomic store to memory it
+    // shares with the parent.
     unsafe {
-        cmd.pre_exec(move || {
-            let pid = libc::getpid() as u32;
-            let one = 1u8;
-            let rc = libbpf_rs::libbpf_sys::bpf_map_update_elem(
-                tgids_fd,
-                (&pid as *const u32).cast(),
-                (&one as *const u8).cast(),
-                0,
-            );
-            if rc != 0 {
-                return Err(io::Error::from_raw_os_error(-rc));
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || tgids.insert(libc::getpid() as u32));
     }
     cmd.spawn().map_err(|e| anyhow!("cannot run {shown}: {e}"))
 }
@@ -370,4 +405,25 @@ pub fn stop_on_signals() -> &'static AtomicBool {
         }
     }
     &SIGNALLED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::comm_words;
+
+    fn bytes(w: [u64; 2]) -> Vec<u8> {
+        w.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn comm_words_mask_the_name_and_its_nul() {
+        let (word, mask) = comm_words("dd").unwrap();
+        assert_eq!(&bytes(word)[..4], b"dd\0\0");
+        assert_eq!(bytes(mask), [[0xff; 3].as_slice(), &[0; 13]].concat());
+        let (word, mask) = comm_words("abcdefghijklmno").unwrap();
+        assert_eq!(bytes(word), b"abcdefghijklmno\0");
+        assert_eq!(bytes(mask), [0xff; 16]);
+        assert!(comm_words("abcdefghijklmnop").is_err());
+        assert!(comm_words("").is_err());
+    }
 }

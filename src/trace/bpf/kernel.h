@@ -30,13 +30,6 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_RINGBUF = 27,
-	BPF_MAP_TYPE_TASK_STORAGE = 29,
-};
-enum {
-	BPF_F_NO_PREALLOC = 1,
-};
-enum {
-	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 enum {
 	BPF_ANY = 0,
@@ -78,13 +71,11 @@ struct files_struct {
 	struct fdtable *fdt;
 } __attribute__((preserve_access_index));
 
-struct bpf_local_storage;
-
 struct task_struct {
 	int pid;
 	int tgid;
 	struct files_struct *files;
-	struct bpf_local_storage *bpf_storage;
+	char comm[16];
 } __attribute__((preserve_access_index));
 
 /* arch/x86/include/asm/ptrace.h: the registers a syscall's arguments arrive in. */
@@ -94,6 +85,7 @@ struct pt_regs {
 	unsigned long dx;
 	unsigned long r10;
 	unsigned long r8;
+	unsigned long orig_ax;
 } __attribute__((preserve_access_index));
 
 #endif
