@@ -20,7 +20,7 @@
 # the per-pair ratios with min..max. A control row runs fio against itself.
 # Idle wake-ups: the halts column is the CPUs' entries into a halting idle state (cpuidle
 # states other than POLL, summed over CPUs) per request over the tool's whole run, start-up
-# included (a few hundred halts, < 0.01 per request at these counts). At QD1 on an idle
+# included (not measured apart from the I/O). At QD1 on an idle
 # VM each halt costs an exit to the hypervisor and an IPI to wake the vCPU again, so a
 # tool that halts twice per request is slower for that reason alone (docs/bench.md).
 #
