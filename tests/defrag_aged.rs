@@ -255,6 +255,7 @@ fn rewrite_goes_window_by_window_like_fragpicker_b_ext4() {
     };
     nix::unistd::sync();
     let f0 = flushes();
+    let started = std::time::Instant::now();
     let report = fragkit_json_exit(
         &[
             "defrag",
@@ -271,6 +272,9 @@ fn rewrite_goes_window_by_window_like_fragpicker_b_ext4() {
         ],
         0,
     );
+    // jbd2 also commits on its own every 5 s (JBD2_DEFAULT_MAX_COMMIT_AGE), two flushes
+    // each (the commit block's flush and FUA): a run slowed by a busy machine gets them too.
+    let periodic = 2 * (started.elapsed().as_secs() / 5 + 1);
     nix::unistd::sync();
     let f1 = flushes();
     let sum = &report["summary"];
@@ -290,8 +294,8 @@ fn rewrite_goes_window_by_window_like_fragpicker_b_ext4() {
     // A journal commit per file (its fsync, the verify's write-back) and the syncs around
     // the run: a handful per file, not one per range.
     assert!(
-        f1 - f0 <= 8 * 4 + 4,
-        "{} cache flushes for {} ranges",
+        f1 - f0 <= 8 * 4 + 4 + periodic,
+        "{} cache flushes for {} ranges ({periodic} allowed for periodic commits)",
         f1 - f0,
         sum["ranges_moved"]
     );

@@ -109,7 +109,19 @@ struct Image<'a> {
 }
 
 impl Image<'_> {
+    /// A killed defrag's io_uring rings are torn down by a kernel worker after the
+    /// process is reaped (io_ring_exit_work), holding the files a little longer: EBUSY is
+    /// retried for up to 5 s before it counts as a failure.
     fn umount(&self) {
+        for _ in 0..50 {
+            match nix::mount::umount2(self.s.mountpoint(), nix::mount::MntFlags::empty()) {
+                Err(nix::errno::Errno::EBUSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(100))
+                }
+                Err(e) => panic!("umount {}: {e}", self.s.mountpoint().display()),
+                Ok(()) => return,
+            }
+        }
         run_ok(Command::new("umount").arg(self.s.mountpoint()));
     }
     fn mount(&self) {

@@ -110,6 +110,23 @@ pub fn device_reads(dev: &str) -> u64 {
     s.split_whitespace().next().unwrap().parse().unwrap()
 }
 
+/// Device read requests (`/sys/block/<dev>/stat`) of an O_DIRECT sequential read of
+/// `path` in `request`-byte requests: the fewest over up to 3 passes, the file held open
+/// throughout. The data requests are the same in every pass; what can differ is metadata
+/// (inode, extent map) that another test's drop_caches evicted meanwhile, which only ever
+/// adds reads, so the fewest is the layout's own count.
+pub fn direct_read_requests(dev: &str, path: &Path, request: usize) -> u64 {
+    let _held = std::fs::File::open(path).unwrap();
+    nix::unistd::sync();
+    let mut fewest = u64::MAX;
+    for _ in 0..3 {
+        let before = device_reads(dev);
+        direct_sequential_read(path, request);
+        fewest = fewest.min(device_reads(dev) - before);
+    }
+    fewest
+}
+
 /// Read a whole file sequentially with O_DIRECT in `request`-byte requests.
 pub fn direct_sequential_read(path: &Path, request: usize) {
     let f = OpenOptions::new()
