@@ -529,7 +529,14 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
     let mut results = Vec::new();
     let mut checks = Vec::new();
     let mut file_moved = 0u64;
-    for r in &plan.ranges {
+    for (i, r) in plan.ranges.iter().enumerate() {
+        // The next range's readahead goes out now, so the device reads its fragments while
+        // this range is hashed, moved and judged (the run waits on those reads: the
+        // extent floor, docs/defrag.md). Its pages are order-0 and checked again before
+        // they are hashed.
+        if let Some(next) = plan.ranges.get(i + 1) {
+            ctx.sums.prefetch(next.offset, next.length);
+        }
         if !sh.reserve(r.length) {
             summary.budget_exhausted = true;
             results.push(RangeResult {
