@@ -45,7 +45,9 @@ $fk scan --summary-only "$aged" | sed -n 1,4p >&2
 image=$(ls "$work"/aged/*.img)
 umount "$aged"
 
-stat_fields() { awk '{ print $1, $3 * 512, $5, $7 * 512 }' "/sys/block/$1/stat"; }  # reads, read B, writes, written B
+# reads, read B, writes, written B (%.0f: mawk prints numbers with 6 significant digits and
+# clamps %d at 2^31 - 1)
+stat_fields() { awk '{ printf "%.0f %.0f %.0f %.0f\n", $1, $3 * 512, $5, $7 * 512 }' "/sys/block/$1/stat"; }
 attach() {
   cp --sparse=always "$image" "$work/copy.img"
   loopdev=$(losetup --find --show "$work/copy.img")
@@ -85,7 +87,7 @@ run() {
   xfloor=$(python3 -c 'import json,sys; print(max(j["job_runtime"] for j in json.load(open(sys.argv[1]))["jobs"]) / 1000)' "$work/xfloor.json")
   losetup -d "$loopdev"; loopdev=""
   paste -d' ' <(echo "$j $(echo "$t1 - $t0" | bc -l)") <(echo "$s0") <(echo "$s1") <(echo "$moved $rest $code $floor $xfloor $xreads $xbytes") |
-    awk '{ printf "%s %s %d %d %d %d %d %s %s %s %s %s %s %d\n", $1, $2, $7 - $3, $8 - $4, $9 - $5, $10 - $6, $11, $12, $13, $14, $15, $16, $17, $18 }' >> "$work/runs"
+    awk '{ printf "%s %s %.0f %.0f %.0f %.0f %.0f %s %s %s %s %s %s %.0f\n", $1, $2, $7 - $3, $8 - $4, $9 - $5, $10 - $6, $11, $12, $13, $14, $15, $16, $17, $18 }' >> "$work/runs"
 }
 : > "$work/runs"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
