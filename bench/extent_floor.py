@@ -4,11 +4,10 @@ second floor: the physical floor for moving fragmented data is reading the SAME 
 one request per extent piece, plus the sequential write of those bytes).
 
 Usage: extent_floor.py EXTENTS REPORT MOUNTPOINT DEVICE IOLOG
-  EXTENTS: `filefrag -v` output of every file, taken on the aged image before any run
-  REPORT:  the defrag run's --format json report (files[].ranges[] with status "moved")
-  Paths in REPORT are under MOUNTPOINT; in EXTENTS under the mount point they had then (the
-  first line's "File size of" paths are matched by their path relative to the fp/ tree's
-  parent, i.e. relative to the mount point given as EXTENTS' first comment line).
+  EXTENTS: "# mount DIR" then `filefrag -v` of every file under DIR, taken on the aged image
+           before any run (every run starts from that image)
+  REPORT:  the defrag run's --format json report (files[].ranges[] with status "moved"),
+           its paths under MOUNTPOINT; files are matched by their path relative to the mount
 Writes IOLOG (fio iolog version 2: one read per piece of an extent that a moved range covers,
 in file order, as readahead issues them; a piece never exceeds the device's max_sectors_kb,
 which the block layer would split anyway) and prints "BYTES READS".
