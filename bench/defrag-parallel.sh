@@ -9,9 +9,16 @@
 # a plain O_DIRECT copy of as many bytes as -j 2 moved (fio: a sequential 1 MiB read of
 # them and a sequential 1 MiB write of as many, at once, io_uring QD 4 each, on the device
 # itself, caches dropped first, the write fsynced at its end as the defrag's run ends with a
-# sync; the image is restored before the next run). floor = that copy's wall time.
+# sync; the image is restored before the next run). floor = that copy's wall time: the
+# issue's floor, "bytes moved / the copy bandwidth of a plain O_DIRECT read+write".
+# A second floor, the physical one for moving FRAGMENTED data (extent floor): O_DIRECT reads
+# of the very source extents the run moved (FIEMAP of the aged image, cut to the moved
+# ranges: one read per extent piece, in file order, as readahead issues them; fio replays
+# them from an iolog, bench/extent_floor.py, with the device's nr_requests in flight, the
+# most its queue takes) and at once the sequential 1 MiB write of as many bytes (QD 4,
+# fsynced at its end), on the same device in the same round.
 # Prints the median ratio time(-j 1) / time(-j 2) (goal >= 1.8 on 2 cores) and
-# time(-j 2) / floor (goal <= 1.3), each as median (min–max, n).
+# time / floor (goal <= 1.3) and time / extent floor, each as median (min–max, n).
 # Usage (root): bench/defrag-parallel.sh [ext4|xfs|btrfs] [PAIRS] [FILES] [FILE_MIB] [FS_MIB]
 # Timing runs should hold the bench lock: flock /work/bench.lock nice -n -15 ionice -c1 ...
 set -euo pipefail
@@ -33,10 +40,14 @@ mkdir "$aged/fp"
 $fk age fragpicker-synthetic --files "$files" --size "${file_mib}M" "$aged/fp" >/dev/null
 sync
 $fk scan --summary-only "$aged" | sed -n 1,4p >&2
+# The aged layout, for the extent floor (every run starts from this image).
+{ echo "# mount $aged"; find "$aged" -type f -print0 | xargs -0 -s 2000000 filefrag -v; } > "$work/extents"
 image=$(ls "$work"/aged/*.img)
 umount "$aged"
 
-stat_fields() { awk '{ print $1, $3 * 512, $5, $7 * 512 }' "/sys/block/$1/stat"; }  # reads, read B, writes, written B
+# reads, read B, writes, written B (%.0f: mawk prints numbers with 6 significant digits and
+# clamps %d at 2^31 - 1)
+stat_fields() { awk '{ printf "%.0f %.0f %.0f %.0f\n", $1, $3 * 512, $5, $7 * 512 }' "/sys/block/$1/stat"; }
 attach() {
   cp --sparse=always "$image" "$work/copy.img"
   loopdev=$(losetup --find --show "$work/copy.img")
@@ -44,7 +55,8 @@ attach() {
 }
 detach() { umount "$mnt"; losetup -d "$loopdev"; loopdev=""; }
 # run JOBS: one defrag on a fresh copy, then the copy floor on the same device; appends
-# "jobs time_s reads read_B writes written_B moved_B ranges_moved files_worse exit floor_s"
+# "jobs time_s reads read_B writes written_B moved_B ranges_moved files_worse exit floor_s
+#  extent_floor_s extent_floor_reads extent_floor_read_B"
 run() {
   local j=$1 dev s0 s1 t0 t1 code moved rest half
   attach; dev=$(basename "$loopdev")
@@ -63,11 +75,19 @@ run() {
   fio --output-format=json --output="$work/floor.json" --ioengine=io_uring --direct=1 --bs=1M --iodepth=4 \
     --filename="$loopdev" --size="${mib}M" \
     --name=r --rw=read --offset=0 --name=w --rw=write --offset="$half" --end_fsync=1 > /dev/null
-  local floor
+  local floor xbytes xreads xfloor
   floor=$(python3 -c 'import json,sys; print(max(j["job_runtime"] for j in json.load(open(sys.argv[1]))["jobs"]) / 1000)' "$work/floor.json")
+  # The extent floor: the moved source extents read as the layout forces, and the write.
+  read -r xbytes xreads < <(python3 bench/extent_floor.py "$work/extents" "$work/report.json" "$mnt" "$loopdev" "$work/iolog")
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  fio --output-format=json --output="$work/xfloor.json" --ioengine=io_uring --direct=1 \
+    --name=r --read_iolog="$work/iolog" --iodepth="$(cat "/sys/block/$dev/queue/nr_requests")" \
+    --name=w --filename="$loopdev" --rw=write --bs=1M --iodepth=4 --offset="$half" \
+    --size="$(( (xbytes + 1048575) / 1048576 ))M" --end_fsync=1 > /dev/null
+  xfloor=$(python3 -c 'import json,sys; print(max(j["job_runtime"] for j in json.load(open(sys.argv[1]))["jobs"]) / 1000)' "$work/xfloor.json")
   losetup -d "$loopdev"; loopdev=""
-  paste -d' ' <(echo "$j $(echo "$t1 - $t0" | bc -l)") <(echo "$s0") <(echo "$s1") <(echo "$moved $rest $code $floor") |
-    awk '{ print $1, $2, $7 - $3, $8 - $4, $9 - $5, $10 - $6, $11, $12, $13, $14, $15 }' >> "$work/runs"
+  paste -d' ' <(echo "$j $(echo "$t1 - $t0" | bc -l)") <(echo "$s0") <(echo "$s1") <(echo "$moved $rest $code $floor $xfloor $xreads $xbytes") |
+    awk '{ printf "%s %s %.0f %.0f %.0f %.0f %.0f %s %s %s %s %s %s %.0f\n", $1, $2, $7 - $3, $8 - $4, $9 - $5, $10 - $6, $11, $12, $13, $14, $15, $16, $17, $18 }' >> "$work/runs"
 }
 : > "$work/runs"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -77,15 +97,18 @@ for ((r = 0; r < pairs; r++)); do
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 col() { awk -v j="$1" -v c="$2" '$1 == j { print $c }' "$work/runs"; }
-printf "%-4s %-24s %-22s %-22s %-22s %-22s %-14s %s\n" jobs time_s "reads" "read_MiB" "writes" "written_MiB" moved_MiB "time/floor"
+printf "%-4s %-24s %-22s %-22s %-22s %-22s %-14s %-22s %s\n" jobs time_s "reads" "read_MiB" "writes" "written_MiB" moved_MiB "time/floor" "time/extent_floor"
 for j in 1 2; do
-  printf "%-4s %-24s %-22s %-22s %-22s %-22s %-14s %s\n" "$j" "$(col "$j" 2 | band 2)" "$(col "$j" 3 | band 0)" \
+  printf "%-4s %-24s %-22s %-22s %-22s %-22s %-14s %-22s %s\n" "$j" "$(col "$j" 2 | band 2)" "$(col "$j" 3 | band 0)" \
     "$(col "$j" 4 | awk '{ print $1 / 1048576 }' | band 1)" "$(col "$j" 5 | band 0)" \
     "$(col "$j" 6 | awk '{ print $1 / 1048576 }' | band 1)" "$(col "$j" 7 | awk '{ print $1 / 1048576 }' | band 1)" \
-    "$(paste <(col "$j" 2) <(col "$j" 11) | awk '{ print $1 / $2 }' | band 2)"
+    "$(paste <(col "$j" 2) <(col "$j" 11) | awk '{ print $1 / $2 }' | band 2)" \
+    "$(paste <(col "$j" 2) <(col "$j" 12) | awk '{ print $1 / $2 }' | band 2)"
 done
 echo "files worse (all runs): $(awk '{ s += $9 } END { print s + 0 }' "$work/runs"); exit statuses (status×runs) -j 1: $(col 1 10 | sort | uniq -c | awk '{ printf "%s×%s ", $2, $1 }')/ -j 2: $(col 2 10 | sort | uniq -c | awk '{ printf "%s×%s ", $2, $1 }')"
 echo "floor (O_DIRECT copy of the bytes moved, same device, same round): $(col 2 11 | band 2) s"
+echo "extent floor (O_DIRECT reads of the moved source extents, $(col 2 13 | band 0) requests of $(col 2 14 | awk '{ print $1 / 1048576 }' | band 1) MiB, + sequential write, same device, same round): $(col 2 12 | band 3) s"
 # Pairs in run order: round r's -j 1 and -j 2 runs are rows 2r+1 and 2r+2 in some order.
 echo "speed-up time(-j 1) / time(-j 2), per pair: $(awk '{ t[$1] = $2 } NR % 2 == 0 { print t[1] / t[2] }' "$work/runs" | band 2) (goal >= 1.8)"
 echo "time(-j 2) / floor: $(paste <(col 2 2) <(col 2 11) | awk '{ print $1 / $2 }' | band 2) (goal <= 1.3)"
+echo "time(-j 2) / extent floor: $(paste <(col 2 2) <(col 2 12) | awk '{ print $1 / $2 }' | band 2); time(-j 1) / extent floor: $(paste <(col 1 2) <(col 1 12) | awk '{ print $1 / $2 }' | band 2)"

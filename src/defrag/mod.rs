@@ -118,6 +118,12 @@ pub struct DefragSummary {
     pub budget_exhausted: bool,
     /// Time spent making results durable (fsync per changed file).
     pub sync_ms: u64,
+    /// How the before-checksums were read, in chunks of up to 1 MiB: from the page cache
+    /// after readahead (the source read from the device once), after a second readahead
+    /// (pages gone before the read), or with O_DIRECT (still not cached).
+    pub checksum_chunks_cached: u64,
+    pub checksum_chunks_readahead_again: u64,
+    pub checksum_chunks_direct: u64,
     pub elapsed_ms: u64,
 }
 
@@ -137,6 +143,9 @@ impl DefragSummary {
         self.ranges_moved_not_better += f.ranges_moved_not_better;
         self.budget_exhausted |= f.budget_exhausted;
         self.sync_ms += f.sync_ms;
+        self.checksum_chunks_cached += f.checksum_chunks_cached;
+        self.checksum_chunks_readahead_again += f.checksum_chunks_readahead_again;
+        self.checksum_chunks_direct += f.checksum_chunks_direct;
     }
 
     /// Exit status: 0 everything asked was done (or nothing needed doing), 1 some target
@@ -515,11 +524,19 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         request_size: opts.request_size,
         verify: opts.verify,
         plan_free_space: matches!(opts.mode, Mode::Full),
+        sums: verify::Sums::new(&file),
     };
     let mut results = Vec::new();
     let mut checks = Vec::new();
     let mut file_moved = 0u64;
-    for r in &plan.ranges {
+    for (i, r) in plan.ranges.iter().enumerate() {
+        // The next range's readahead goes out now, so the device reads its fragments while
+        // this range is hashed, moved and judged (the run waits on those reads: the
+        // extent floor, docs/defrag.md). Its pages are order-0 and checked again before
+        // they are hashed.
+        if let Some(next) = plan.ranges.get(i + 1) {
+            ctx.sums.prefetch(next.offset, next.length);
+        }
         if !sh.reserve(r.length) {
             summary.budget_exhausted = true;
             results.push(RangeResult {
@@ -592,12 +609,16 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         summary.sync_ms += t.elapsed().as_millis() as u64;
     }
     if opts.verify && file_moved > 0 {
-        let failed = verify_moved(&file, &mut results, &checks);
+        let failed = verify_moved(&ctx.sums, &file, &mut results, &checks);
         summary.verify_failures += failed;
         summary.ranges_failed += failed;
         summary.ranges_moved -= failed;
     }
     summary.bytes_moved += file_moved;
+    let reads = ctx.sums.before_reads();
+    summary.checksum_chunks_cached += reads.cached;
+    summary.checksum_chunks_readahead_again += reads.readahead_again;
+    summary.checksum_chunks_direct += reads.direct;
     let after = map_path(path, false)
         .map(|f| FileMetrics::compute(&f.layout, &[opts.request_size]))
         .unwrap_or_else(|_| entry.metrics.clone());
@@ -729,6 +750,8 @@ struct MoveCtx<'a> {
     verify: bool,
     /// Full mode: plan the pieces from GETFSMAP's free space first (ext4, xfs).
     plan_free_space: bool,
+    /// The file's readahead and checksums (its O_DIRECT descriptor opened once).
+    sums: verify::Sums<'a>,
 }
 
 /// Full mode's free-space plan for a range now in `now` fragments: the piece sizes, or the
@@ -816,13 +839,13 @@ fn migrate_one(ctx: &MoveCtx<'_>, offset: u64, length: u64) -> (RangeResult, Opt
     // mtime/ctime change with writes, not with a migration of unchanged data.
     let stamp_before = stamp(file);
     let before = if ctx.verify {
-        match verify::hash_before(file, offset, length) {
+        match ctx.sums.hash_before(offset, length) {
             Ok(h) => Some(h),
             Err(e) => return fail(res, format!("reading before migration: {e}")),
         }
     } else {
         // The migration reads the range anyway: ask for all of it at once.
-        verify::prefetch(file, offset, length);
+        ctx.sums.prefetch(offset, length);
         None
     };
     let target = Target {
@@ -892,7 +915,12 @@ struct Checked {
 
 /// Read every moved range back from the device (one writeback and cache drop per file)
 /// and compare with its checksum from before.
-fn verify_moved(file: &File, results: &mut [RangeResult], checks: &[Option<Checked>]) -> u64 {
+fn verify_moved(
+    sums: &verify::Sums<'_>,
+    file: &File,
+    results: &mut [RangeResult],
+    checks: &[Option<Checked>],
+) -> u64 {
     let mut failures = 0;
     if let Err(e) = verify::write_back(file) {
         for r in results.iter_mut().filter(|r| r.status == "moved") {
@@ -902,7 +930,7 @@ fn verify_moved(file: &File, results: &mut [RangeResult], checks: &[Option<Check
     }
     for (r, c) in results.iter_mut().zip(checks) {
         let Some(c) = c else { continue };
-        let hashed = verify::hash_range(file, r.offset, r.length);
+        let hashed = sums.hash_after(r.offset, r.length);
         // Stamped after the read: a write that landed in it shows here (a stamp taken
         // before the reads missed writes made between it and the read: a false VERIFY
         // FAILED with a concurrent writer, tests/defrag_fs.rs concurrent_writer_ext4).

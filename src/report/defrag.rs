@@ -121,6 +121,14 @@ pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
             s.sync_ms as f64 / 1000.0
         )?;
     }
+    if s.checksum_chunks_direct > 0 {
+        writeln!(
+            w,
+            "checksums: {} of {} chunks were not in the page cache after readahead and were read again with O_DIRECT (memory pressure)",
+            s.checksum_chunks_direct,
+            s.checksum_chunks_cached + s.checksum_chunks_direct
+        )?;
+    }
     if s.budget_exhausted {
         writeln!(w, "--budget reached: some ranges were left for a later run")?;
     }
