@@ -144,14 +144,29 @@ fn same_as_serial(fs: FsType, exact: bool) {
     } else {
         // ext4 frees a moved range's old blocks only when its journal commits, so which
         // holes a donor gets depends on timing: two -j 1 runs on clones of one image moved
-        // 29.49 / 29.62 / 29.36 MB with 9 / 8 / 10 ranges not improvable (docs/defrag.md).
+        // 29.49 / 29.62 / 29.36 MB with 9 / 8 / 10 ranges not improvable (docs/defrag.md),
+        // and 6.8% apart on a busy machine. So the runs may differ only by ranges one of
+        // them skipped as not improvable: every byte moved by one and not the other is in
+        // such a range.
         let (m1, m2) = (
             s1["bytes_moved"].as_u64().unwrap(),
             s2["bytes_moved"].as_u64().unwrap(),
         );
+        let skipped = |r: &Value| -> u64 {
+            r["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|f| f["ranges"].as_array().unwrap())
+                .filter(|x| x["status"] == "skipped")
+                .map(|x| x["length"].as_u64().unwrap())
+                .sum()
+        };
+        let (k1, k2) = (skipped(&serial), skipped(&parallel));
         assert!(
-            m2 * 100 >= m1 * 95 && m1 * 100 >= m2 * 95,
-            "{name}: bytes moved -j 1 {m1} vs -j 2 {m2}"
+            m1.abs_diff(m2) <= k1 + k2,
+            "{name}: bytes moved -j 1 {m1} vs -j 2 {m2}, more apart than the bytes either \
+             skipped as not improvable ({k1}, {k2})"
         );
     }
     for k in same {
