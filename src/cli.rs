@@ -283,8 +283,8 @@ pub struct DefragArgs {
     /// Allow the non-crash-safe rewrite method
     #[arg(long = "unsafe")]
     pub r#unsafe: bool,
-    /// Files defragmented at once; 1 = one after the other [default: number of CPUs; 1 in
-    /// full mode, where files placed at once compete for the same free runs]
+    /// Files defragmented at once [default: 1: files moved at once compete for the same
+    /// free runs and leave more pieces on an aged file system; see docs/defrag.md]
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]

@@ -34,11 +34,14 @@ pub fn run(args: DefragArgs) -> Result<i32> {
     let jobs = match args.jobs {
         Some(0) => bail!("-j 0: expected at least 1 (the number of files defragmented at once)"),
         Some(n) => n,
-        // Full mode places whole files: two at once take turns in the same free runs and
-        // leave both in more pieces (measured: extra requests after 1331 at -j 1 against
-        // 1873 and 2051 at -j 2 on one aged ext4), so it goes one file at a time unless asked.
-        None if matches!(mode, Mode::Full) => 1,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        // One file at a time unless asked: files moved at once take turns in the same free
+        // runs and leave more pieces behind, in every mode (aged ext4, 2026-11-23: full,
+        // extra requests after 1331 at -j 1 against 1873 and 2051 at -j 2; bypass over
+        // bench/fragpicker-compare.sh's image, 0 at -j 1 against 1155-2258 at -j 2, with
+        // 55-83 windows left without a whole donor, for 1.1x the speed; taking turns at
+        // placing did not help: docs/defrag.md). A faster run that leaves a worse layout
+        // is not the default.
+        None => 1,
     };
     let opts = DefragOptions {
         mode,
