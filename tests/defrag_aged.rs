@@ -6,32 +6,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 use fragkit::scratch::FsType;
 use fragkit::scratch::Scratch;
 use serde_json::Value;
-
-/// (fragments, S(128K)) of every file under `dir`.
-fn counts(dir: &Path) -> BTreeMap<PathBuf, (u64, u64)> {
-    let doc = fragkit_json(&["scan", "--format", "json", &dir.to_string_lossy()]);
-    doc["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                PathBuf::from(f["path"].as_str().unwrap()),
-                (
-                    f["fragments"].as_u64().unwrap(),
-                    f["requests"][0]["split"].as_u64().unwrap(),
-                ),
-            )
-        })
-        .collect()
-}
 
 /// A scratch fs aged into small free holes, with four 16 MiB round-robin files in fp/
 /// (they take the few large free runs PAF leaves, so only holes of <= 6 MiB remain).
@@ -41,7 +21,7 @@ fn aged(fs: FsType) -> Scratch {
 
 /// A pick profile that reads every other 128 KiB of each file (FragPicker's stride).
 fn stride_profile(dir: &Path, out: &Path) {
-    let files: Vec<Value> = counts(dir)
+    let files: Vec<Value> = file_counts(dir)
         .keys()
         .map(|p| {
             let ranges: Vec<Value> = (0..64u64)
@@ -65,7 +45,7 @@ fn never_worse(fs: FsType) {
     for mode in ["full", "bypass", "pick"] {
         let s = base.clone_to(None).unwrap();
         let fp = s.mountpoint().join("fp");
-        let before = counts(&fp);
+        let before = file_counts(&fp);
         let hashes: Vec<u64> = before.keys().map(|p| file_hash(p)).collect();
         let mut args = vec!["defrag", "--mode", mode, "--format", "json"];
         let prof = s
@@ -93,7 +73,7 @@ fn never_worse(fs: FsType) {
             String::from_utf8_lossy(&out.stderr)
         );
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let after = counts(&fp);
+        let after = file_counts(&fp);
         for (path, &(f0, s0)) in &before {
             let (f1, s1) = after[path];
             let worse = s1 > s0 || (f1 > f0 && (mode == "full" || s1 >= s0));
@@ -202,7 +182,7 @@ fn bypass_takes_a_better_donor_that_is_not_whole() {
     nix::unistd::sync();
     std::fs::write(&resv, saved.trim()).unwrap();
     let hash = file_hash(&f);
-    let before = counts(dir)[&f];
+    let before = file_counts(dir)[&f];
     assert_eq!(before.0, 32, "setup: {before:?}");
     let report = fragkit_json_exit(
         &[
@@ -219,7 +199,7 @@ fn bypass_takes_a_better_donor_that_is_not_whole() {
     );
     let r = &report["files"][0]["ranges"][0];
     assert_eq!(r["status"], "moved", "{report}");
-    let after = counts(dir)[&f];
+    let after = file_counts(dir)[&f];
     eprintln!("one window in 64 KiB holes: fragments, S(128K) {before:?} -> {after:?}");
     assert!(
         after.0 >= 2,
@@ -241,7 +221,7 @@ fn bypass_takes_a_better_donor_that_is_not_whole() {
 fn rewrite_goes_window_by_window_like_fragpicker_b_ext4() {
     let s = aged(FsType::Ext4);
     let dir = s.mountpoint().join("fp");
-    let hashes: Vec<u64> = counts(&dir).keys().map(|p| file_hash(p)).collect();
+    let hashes: Vec<u64> = file_counts(&dir).keys().map(|p| file_hash(p)).collect();
     let dev = s
         .info
         .loop_device
@@ -300,6 +280,6 @@ fn rewrite_goes_window_by_window_like_fragpicker_b_ext4() {
         sum["ranges_moved"]
     );
     drop_caches();
-    let after: Vec<u64> = counts(&dir).keys().map(|p| file_hash(p)).collect();
+    let after: Vec<u64> = file_counts(&dir).keys().map(|p| file_hash(p)).collect();
     assert_eq!(after, hashes);
 }

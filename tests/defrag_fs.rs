@@ -34,19 +34,6 @@ fn fragmented_pair(s: &Scratch) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
-/// A scratch fs for fragmenting: ext4 without the root reserve (see fill_punch_fragment).
-fn frag_scratch(fs: FsType, size: u64) -> Scratch {
-    scratch(
-        fs,
-        size,
-        if fs == FsType::Ext4 {
-            &["-m", "0"]
-        } else {
-            &[]
-        },
-    )
-}
-
 fn bypass_reaches_ideal(fs: FsType, check_device: bool) {
     let s = frag_scratch(fs, 512 << 20);
     let (a, _b) = fragmented_pair(&s);

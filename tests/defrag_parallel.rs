@@ -28,22 +28,11 @@ fn aged(fs: FsType, files: &str, size: &str) -> Scratch {
 /// Every regular file under `dir` with its (checksum, fragments, S(128K)).
 fn state(dir: &Path) -> BTreeMap<PathBuf, (u64, u64, u64)> {
     drop_caches();
-    let doc = fragkit_json(&["scan", "--format", "json", &dir.to_string_lossy()]);
-    doc["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            let p = PathBuf::from(f["path"].as_str().unwrap());
+    file_counts(dir)
+        .into_iter()
+        .map(|(p, (f, s))| {
             let h = file_hash(&p);
-            (
-                p,
-                (
-                    h,
-                    f["fragments"].as_u64().unwrap(),
-                    f["requests"][0]["split"].as_u64().unwrap(),
-                ),
-            )
+            (p, (h, f, s))
         })
         .collect()
 }

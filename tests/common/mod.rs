@@ -415,11 +415,10 @@ pub fn hypothetical_worst_ideal(path: PathBuf) -> fragkit::age::hypothetical::Hy
     }
 }
 
-/// A scratch fs of `size` aged into small free holes (PAF fills it to 85% — btrfs 75%, it
-/// needs room for metadata chunks — and deletes half at random), then `files` FragPicker
-/// round-robin files of `file_size` in fp/ (they take the few large free runs left).
-pub fn paf_aged(fs: FsType, size: u64, files: &str, file_size: &str) -> Scratch {
-    let s = scratch(
+/// A scratch fs for fragmenting: ext4 without the root reserve (-m 0), so filling it to a
+/// share of its size means that share of the blocks.
+pub fn frag_scratch(fs: FsType, size: u64) -> Scratch {
+    scratch(
         fs,
         size,
         if fs == FsType::Ext4 {
@@ -427,7 +426,33 @@ pub fn paf_aged(fs: FsType, size: u64, files: &str, file_size: &str) -> Scratch 
         } else {
             &[]
         },
-    );
+    )
+}
+
+/// (fragments, S(128K)) of every file under `dir`, from `fragkit scan`.
+pub fn file_counts(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, (u64, u64)> {
+    let doc = fragkit_json(&["scan", "--format", "json", &dir.to_string_lossy()]);
+    doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                std::path::PathBuf::from(f["path"].as_str().unwrap()),
+                (
+                    f["fragments"].as_u64().unwrap(),
+                    f["requests"][0]["split"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// A scratch fs of `size` aged into small free holes (PAF fills it to 85% — btrfs 75%, it
+/// needs room for metadata chunks — and deletes half at random), then `files` FragPicker
+/// round-robin files of `file_size` in fp/ (they take the few large free runs left).
+pub fn paf_aged(fs: FsType, size: u64, files: &str, file_size: &str) -> Scratch {
+    let s = frag_scratch(fs, size);
     let m = s.mountpoint().to_string_lossy().to_string();
     let spec = if fs == FsType::Btrfs {
         "PAF:75.50@64K"
