@@ -37,10 +37,10 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         // One file at a time unless asked: files moved at once take turns in the same free
         // runs and leave more pieces behind, in every mode (aged ext4, 2026-11-23: full,
         // extra requests after 1331 at -j 1 against 1873 and 2051 at -j 2; bypass over
-        // bench/fragpicker-compare.sh's image, 0 at -j 1 against 1155-2258 at -j 2, with
-        // 55-83 windows left without a whole donor, for 1.1x the speed; taking turns at
-        // placing did not help: docs/defrag.md). A faster run that leaves a worse layout
-        // is not the default.
+        // bench/fragpicker-compare.sh's image, 0 split requests after at -j 1 in 7 of 7 runs
+        // against a median 1339 at -j 2, bench/defrag-jobs-layout.sh, for 1.10x the speed in
+        // bench/defrag-parallel.sh; taking turns at placing did not help: docs/defrag.md).
+        // A faster run that leaves a worse layout is not the default.
         None => 1,
     };
     let opts = DefragOptions {
