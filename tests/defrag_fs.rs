@@ -214,12 +214,20 @@ fn refuses_unsafe_targets() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--unsafe"));
     // A file another process holds open for writing: refused unless --force.
+    // The holder says "open" once fd 3 is open: a sleep here raced it under load.
     let mut holder = Command::new("sh")
         .arg("-c")
-        .arg(format!("exec 3>>'{}'; sleep 30", b.display()))
+        .arg(format!("exec 3>>'{}'; echo open; sleep 30", b.display()))
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "open\n", "the holder did not open {}", b.display());
     let r = fragkit_json_exit(&["defrag", "--format", "json", &b.to_string_lossy()], 1);
     assert!(
         r["files"][0]["refused"]

@@ -461,3 +461,122 @@ fn comm_filter_matches_the_whole_name_only() {
     assert_eq!(p["files"].as_array().unwrap().len(), 1, "{p:#}");
     assert_eq!(ranges_of(&p, &dir, "match"), vec![(0, 64 * K, 16, 0)]);
 }
+
+/// A traced process leaves the pid set when it exits: an untraced process that is later
+/// given the same pid is not traced. The pid is reused on purpose (ns_last_pid, the way
+/// CRIU picks pids), and every step waits on the previous one through a fifo or wait(2),
+/// never on time.
+#[test]
+fn exited_pid_is_not_traced_when_reused() {
+    use std::os::unix::process::CommandExt;
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = s.mountpoint().to_path_buf();
+    let tmp = tempfile::tempdir().unwrap();
+    let (pidfile, go) = (tmp.path().join("pid"), tmp.path().join("go"));
+    let c = std::ffi::CString::new(go.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let prof = tmp.path().join("p.json");
+    // The traced shell's child dd writes `a` and exits (and is reaped); the shell then
+    // publishes the child's pid and blocks on the fifo until the test is done.
+    let script = format!(
+        "dd if=/dev/zero of={d}/a bs=4096 count=1 status=none & p=$!; wait $p; \
+         echo $p > {pid}; read x < {go}",
+        d = dir.display(),
+        pid = pidfile.display(),
+        go = go.display()
+    );
+    let mut tracer = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(["trace", "--mount", dir.to_str().unwrap(), "-o"])
+        .arg(&prof)
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening the fifo for writing succeeds once the shell opens it to read, which is after
+    // it wrote the pid file.
+    let mut fifo = loop {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&go)
+        {
+            Ok(f) => break f,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if let Some(st) = tracer.try_wait().unwrap() {
+                    let mut err = String::new();
+                    tracer
+                        .stderr
+                        .take()
+                        .unwrap()
+                        .read_to_string(&mut err)
+                        .unwrap();
+                    panic!("tracer ended early ({st}): {err}");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("{}: {e}", go.display()),
+        }
+    };
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Start an untraced dd (a child of this test, not of anything traced) with that pid.
+    // Other processes may take the pid first: then the child refuses to exec and we retry.
+    let mut reused = false;
+    for _ in 0..1000 {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).unwrap();
+        let mut dd = Command::new("dd");
+        dd.args([
+            "if=/dev/zero",
+            &format!("of={}/b", dir.display()),
+            "bs=4096",
+            "count=1",
+            "status=none",
+        ]);
+        // SAFETY: the hook only calls getpid(2).
+        unsafe {
+            dd.pre_exec(move || {
+                if libc::getpid() == pid {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::from_raw_os_error(libc::EAGAIN))
+                }
+            });
+        }
+        match dd.status() {
+            Ok(st) => {
+                assert!(st.success(), "dd with the reused pid {pid}: {st}");
+                reused = true;
+                break;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => continue,
+            Err(e) => panic!("dd: {e}"),
+        }
+    }
+    assert!(reused, "pid {pid} was never free to reuse in 1000 tries");
+    fifo.write_all(b"\n").unwrap();
+    drop(fifo);
+    let out = tracer.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p: Value = serde_json::from_slice(&std::fs::read(&prof).unwrap()).unwrap();
+    // The traced child's write is there; the later process with its pid is not.
+    assert_eq!(ranges_of(&p, &dir, "a"), vec![(0, 4 * K, 0, 1)]);
+    let b = dir.join("b");
+    assert!(
+        !p["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| Path::new(f["path"].as_str().unwrap()) == b),
+        "the untraced process with reused pid {pid} was traced: {p:#}"
+    );
+    assert_eq!(p["events"], 1, "{p:#}");
+}

@@ -1,6 +1,6 @@
 //! Loads src/trace/bpf/fileio.bpf.c, attaches it to the raw sys_exit tracepoint (and
-//! sched_process_fork when it follows children) and drains its ring buffer until told to
-//! stop.
+//! sched_process_fork and sched_process_exit when it follows a pid set: children join the
+//! set, exited processes leave it) and drains its ring buffer until told to stop.
 //!
 //! Every attachment is a libbpf link owned by the skeleton, which lives on this module's
 //! stack: returning (normally, by error or after Ctrl-C/SIGTERM, which only set a flag)
@@ -259,8 +259,9 @@ pub fn trace(
         ro.nr_pwritev2 = libc::SYS_pwritev2;
         ro.wakeup_bytes = RING_BYTES / 8;
     }
-    // The fork hook only matters when following a pid set.
+    // The fork and exit hooks only matter when following a pid set.
     open.progs.on_fork.set_autoload(by_tgid);
+    open.progs.on_process_exit.set_autoload(by_tgid);
     let mut skel = open.load().map_err(|e| {
         anyhow!("loading the eBPF programs failed: {e} (needs a kernel with CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS and BTF)")
     })?;

@@ -59,7 +59,8 @@ struct event event_layout = {};
 /* The traced processes (--pid, -- CMD and their children) as a bitmap indexed by tgid: a
  * process that is filtered out costs one load and a shift, not a hash lookup. Sized for
  * PID_MAX_LIMIT on 64-bit (4M, include/linux/threads.h): 512 KiB. User space sets bits
- * through the mmapped .bss (src/trace/loader.rs), the fork hook with an atomic OR. */
+ * through the mmapped .bss (src/trace/loader.rs), the fork hook with an atomic OR; the
+ * exit hook clears a process's bit with an atomic AND once its last thread exits. */
 #define TGID_LIMIT (1u << 22)
 u64 tgid_bits[TGID_LIMIT / 64];
 
@@ -225,5 +226,26 @@ int on_fork(u64 *ctx)
 	barrier_var(word);
 	if (word < TGID_LIMIT / 64)
 		__sync_fetch_and_or(&tgid_bits[word], 1ull << (ctgid % 64));
+	return 0;
+}
+
+/* A traced process leaves the set when its whole thread group has exited, so a later
+ * process that is given the same pid is not traced. do_exit() decrements signal->live
+ * before this tracepoint fires, so the last thread to exit reads 0 (two threads exiting
+ * together may both read 0: clearing twice is harmless). A thread that exits while others
+ * of its group run leaves the bit set. Runs once per exiting thread, never on sys_exit. */
+SEC("tp_btf/sched_process_exit")
+int on_process_exit(u64 *ctx)
+{
+	struct task_struct *task = (struct task_struct *)ctx[0];
+	u32 tgid = task->tgid;
+	if (!tgid_traced(tgid))
+		return 0;
+	if (task->signal->live.counter != 0)
+		return 0;
+	u32 word = tgid / 64;
+	barrier_var(word);
+	if (word < TGID_LIMIT / 64)
+		__sync_fetch_and_and(&tgid_bits[word], ~(1ull << (tgid % 64)));
 	return 0;
 }

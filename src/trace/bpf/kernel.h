@@ -71,10 +71,21 @@ struct files_struct {
 	struct fdtable *fdt;
 } __attribute__((preserve_access_index));
 
+/* include/linux/types.h, include/linux/sched/signal.h: live counts the thread group's
+ * threads that have not yet passed do_exit()'s exit point. */
+typedef struct {
+	int counter;
+} atomic_t;
+
+struct signal_struct {
+	atomic_t live;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
 	struct files_struct *files;
+	struct signal_struct *signal;
 	char comm[16];
 } __attribute__((preserve_access_index));
 
