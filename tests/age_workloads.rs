@@ -66,10 +66,12 @@ fn hypothetical_artifact_sequence_with_the_pseudo_approach() {
     assert!(!r.setup.pinned_to_one_cpu);
     let total: u64 = r.extent_sizes.iter().map(|(b, n)| b * n).sum();
     assert_eq!(total, 4 << 20);
-    // Block-sized pieces only. Not chunk-sized: under nodelalloc each 4 KiB page of a
-    // buffered write is allocated on its own, so a thread that migrates to the other CPU in
-    // the middle of a chunk draws the rest of it from that CPU's locality-group pool and
-    // splits the chunk (seen in CI: the artifact layout leaves the thread free to move).
+    // Block-sized pieces only, not chunk-sized: CI once saw an extent that was not a
+    // multiple of the 32 KiB chunk in this layout, which leaves the thread free to move
+    // between CPUs and so between ext4's per-CPU locality-group pools. The likely way (not
+    // reproduced: 0 such extents in 12 runs beside `stress-ng --cpu 2`, though chunks drawn
+    // from two pools did land next to each other as one 64 KiB extent) is a migration in
+    // the middle of a chunk's page-by-page nodelalloc allocation.
     assert!(
         r.extent_sizes.iter().all(|(b, _)| b % 4096 == 0),
         "{:?}",
