@@ -64,15 +64,22 @@ struct event event_layout = {};
 #define TGID_LIMIT (1u << 22)
 u64 tgid_bits[TGID_LIMIT / 64];
 
-static __always_inline bool tgid_traced(u32 tgid)
+/* The word of tgid_bits that holds tgid's bit; NULL past PID_MAX_LIMIT. */
+static __always_inline u64 *tgid_word(u32 tgid)
 {
 	u32 word = tgid / 64;
 	/* Check the index itself, in the register that indexes: otherwise clang recomputes it
 	 * from the 64-bit pid_tgid past the check and the verifier sees no bound. */
 	barrier_var(word);
 	if (word >= TGID_LIMIT / 64)
-		return false;
-	return (tgid_bits[word] >> (tgid % 64)) & 1;
+		return NULL;
+	return &tgid_bits[word];
+}
+
+static __always_inline bool tgid_traced(u32 tgid)
+{
+	u64 *word = tgid_word(tgid);
+	return word && ((*word >> (tgid % 64)) & 1);
 }
 
 struct {
@@ -221,11 +228,10 @@ int on_fork(u64 *ctx)
 	if (!tgid_traced(ptgid))
 		return 0;
 	u32 ctgid = BPF_CORE_READ(child, tgid);
+	u64 *word = tgid_word(ctgid);
 	/* Atomic: parents on other CPUs may be setting bits of the same word. */
-	u32 word = ctgid / 64;
-	barrier_var(word);
-	if (word < TGID_LIMIT / 64)
-		__sync_fetch_and_or(&tgid_bits[word], 1ull << (ctgid % 64));
+	if (word)
+		__sync_fetch_and_or(word, 1ull << (ctgid % 64));
 	return 0;
 }
 
@@ -243,9 +249,8 @@ int on_process_exit(u64 *ctx)
 		return 0;
 	if (task->signal->live.counter != 0)
 		return 0;
-	u32 word = tgid / 64;
-	barrier_var(word);
-	if (word < TGID_LIMIT / 64)
-		__sync_fetch_and_and(&tgid_bits[word], ~(1ull << (tgid % 64)));
+	u64 *word = tgid_word(tgid);
+	if (word)
+		__sync_fetch_and_and(word, ~(1ull << (tgid % 64)));
 	return 0;
 }
