@@ -35,12 +35,9 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         Some(0) => bail!("-j 0: expected at least 1 (the number of files defragmented at once)"),
         Some(n) => n,
         // One file at a time unless asked: files moved at once take turns in the same free
-        // runs and leave more pieces behind, in every mode (aged ext4, 2026-11-23: full,
-        // extra requests after 1331 at -j 1 against 1873 and 2051 at -j 2; bypass over
-        // bench/fragpicker-compare.sh's image, 0 split requests after at -j 1 in 7 of 7 runs
-        // against a median 1339 at -j 2, bench/defrag-jobs-layout.sh, for 1.10x the speed in
-        // bench/defrag-parallel.sh; taking turns at placing did not help: docs/defrag.md).
-        // A faster run that leaves a worse layout is not the default.
+        // runs and leave more pieces behind, in every mode, for about 1.1x the speed
+        // (bench/defrag-jobs-layout.sh and bench/defrag-parallel.sh; figures in
+        // docs/defrag.md). A faster run that leaves a worse layout is not the default.
         None => 1,
     };
     let opts = DefragOptions {
