@@ -473,9 +473,7 @@ fn exited_pid_is_not_traced_when_reused() {
     let dir = s.mountpoint().to_path_buf();
     let tmp = tempfile::tempdir().unwrap();
     let (pidfile, go) = (tmp.path().join("pid"), tmp.path().join("go"));
-    let c = std::ffi::CString::new(go.to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo(3) on a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    nix::unistd::mkfifo(&go, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let prof = tmp.path().join("p.json");
     // The traced shell's child dd writes `a` and exits (and is reaped); the shell then
     // publishes the child's pid and blocks on the fifo until the test is done.
