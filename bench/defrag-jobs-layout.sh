@@ -5,7 +5,9 @@
 # (2 GiB, PAF:85.50@64K, 4 x 128 MiB FragPicker files; made here when missing, kept as
 # IMAGE_DIR/fragpicker-aged.img). Per run, all exact counts: exit status, the device's read
 # and write requests and bytes during the run (the work done), ranges moved and not
-# improvable (no whole donor found), split requests at 128K before and after.
+# improvable (no whole donor found), split requests at 128K before and after; at the end,
+# per -j, the exit statuses and median (min..max, n) of split requests after, windows not
+# improvable and device reads.
 # Usage (root): bench/defrag-jobs-layout.sh [PAIRS]   (default 7)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,4 +42,20 @@ print("%-4s %4s %9d %9.1f %9d %9.1f %8d %15d %12d %11d" % (sys.argv[2], sys.argv
 PY
     umount "$mnt"; losetup -d "$loopdev"; loopdev=""
   done
-done
+done | tee "$work/rows"
+# Per jobs value: runs, exit statuses, and median (min..max, n) of the counts that differ.
+python3 - "$work/rows" <<'PY'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f and f[0].isdigit():
+        rows[f[0]].append(f)
+def spread(v):
+    return "%g (%g..%g, n=%d)" % (statistics.median(v), min(v), max(v), len(v))
+for jobs, rs in sorted(rows.items()):
+    exits = collections.Counter(r[1] for r in rs)
+    print("-j %s: exit %s; split requests after %s; not improvable %s; device reads %s" % (
+        jobs, ", ".join("%s in %d" % (k, n) for k, n in sorted(exits.items())),
+        spread([int(r[9]) for r in rs]), spread([int(r[7]) for r in rs]), spread([int(r[2]) for r in rs])))
+PY
