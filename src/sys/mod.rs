@@ -21,4 +21,5 @@ pub mod move_ext;
 pub mod pty;
 pub mod superblock;
 pub mod tmpfile;
+pub mod tracefs;
 pub mod xfs;

@@ -227,6 +227,8 @@ fn recording(
     body: impl FnOnce(&mut dyn FnMut() -> Result<()>) -> Result<()>,
 ) -> Result<(BlockTrace, u64)> {
     check_prerequisites()?;
+    // Classic tracepoints (block:block_rq_*): libbpf looks their ids up in tracefs.
+    crate::sys::tracefs::ensure_mounted()?;
     let (kdev, name) = block_dev(dev)?;
     let mut object = MaybeUninit::uninit();
     let mut open = BlockioSkelBuilder::default()
