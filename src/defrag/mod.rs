@@ -928,13 +928,21 @@ fn verify_moved(
         }
         return 0;
     }
+    // Every checked range read back in one pass (reads of several ranges in flight).
+    let wanted: Vec<(u64, u64)> = results
+        .iter()
+        .zip(checks)
+        .filter(|(_, c)| c.is_some())
+        .map(|(r, _)| (r.offset, r.length))
+        .collect();
+    let mut hashes = sums.hash_after_all(&wanted).into_iter();
+    // Stamped after the reads: a write that landed in them shows here (a stamp taken
+    // before the reads missed writes made between it and the read: a false VERIFY
+    // FAILED with a concurrent writer, tests/defrag_fs.rs concurrent_writer_ext4).
+    let now = stamp(file);
     for (r, c) in results.iter_mut().zip(checks) {
         let Some(c) = c else { continue };
-        let hashed = sums.hash_after(r.offset, r.length);
-        // Stamped after the read: a write that landed in it shows here (a stamp taken
-        // before the reads missed writes made between it and the read: a false VERIFY
-        // FAILED with a concurrent writer, tests/defrag_fs.rs concurrent_writer_ext4).
-        let now = stamp(file);
+        let Some(hashed) = hashes.next() else { break };
         match hashed {
             Ok(h) if h == c.hash => r.verified = Some(true),
             Ok(_) if now != c.stamp => {

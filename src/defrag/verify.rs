@@ -235,14 +235,46 @@ impl<'a> Sums<'a> {
         Ok(h.digest())
     }
 
-    /// xxh3-64 of [offset, offset+length) (clipped at EOF) as the device holds it, read
-    /// with O_DIRECT. Dirty cached data is written back first by the kernel, as for any
-    /// O_DIRECT read. The range's clean pages are dropped after.
-    pub fn hash_after(&self, offset: u64, length: u64) -> std::io::Result<u64> {
-        let h = hash_with(self.direct()?, offset, length, &mut self.buffer());
-        advise(self.file, offset, length, libc::POSIX_FADV_DONTNEED);
-        h
+    /// xxh3-64 of each range (clipped at EOF) as the device holds it, read with O_DIRECT,
+    /// all of a file's ranges in one pass: one ring, reads of several ranges in flight at
+    /// once. Dirty cached data is written back first by the kernel, as for any O_DIRECT
+    /// read. The ranges' clean pages are dropped after.
+    pub fn hash_after_all(&self, ranges: &[(u64, u64)]) -> Vec<std::io::Result<u64>> {
+        let hashes = match self.direct() {
+            Ok(d) => hash_ranges(d, ranges, &mut self.buffer()),
+            Err(e) => ranges
+                .iter()
+                .map(|_| Err(std::io::Error::new(e.kind(), e.to_string())))
+                .collect(),
+        };
+        for (offset, length) in coalesced(ranges) {
+            advise(self.file, offset, length, libc::POSIX_FADV_DONTNEED);
+        }
+        hashes
     }
+
+    /// hash_after_all of one range.
+    pub fn hash_after(&self, offset: u64, length: u64) -> std::io::Result<u64> {
+        self.hash_after_all(&[(offset, length)])
+            .pop()
+            .unwrap_or_else(|| Ok(Xxh3::new().digest()))
+    }
+}
+
+/// Ranges in offset order with overlapping and touching ones merged (one fadvise each).
+fn coalesced(ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut sorted: Vec<(u64, u64)> = ranges.iter().copied().filter(|r| r.1 > 0).collect();
+    sorted.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+    for (off, len) in sorted {
+        match out.last_mut() {
+            Some(last) if off <= last.0 + last.1 => {
+                last.1 = last.1.max(off + len - last.0);
+            }
+            _ => out.push((off, len)),
+        }
+    }
+    out
 }
 
 fn open_direct(f: &File) -> std::io::Result<File> {
@@ -252,119 +284,187 @@ fn open_direct(f: &File) -> std::io::Result<File> {
         .open(format!("/proc/self/fd/{}", f.as_raw_fd()))
 }
 
-/// Reads of CHUNK in flight at once. A range is read in order, each request a whole
-/// CHUNK (the block layer cuts it into max_sectors_kb pieces: 128 KiB on a loop device):
-/// with 4 in flight the device has 4 MiB = 32 such requests queued, its nr_requests
-/// default for a loop device (128) not reached, while one synchronous read at a time
-/// left it idle between reads (ScaleDefrag's finding about e4defrag's loop).
+/// The O_DIRECT after-reads: SLOTS reads of up to PIECE bytes in flight, in one buffer
+/// of CHUNK * IN_FLIGHT (4 MiB). Each read is at most PIECE (the block layer cuts larger
+/// ones into max_sectors_kb pieces anyway: 128 KiB on a loop device), so a file's many
+/// small ranges (bypass: 128 KiB windows) keep 16 reads in flight, and a long range the
+/// same 4 MiB as before; one synchronous read at a time left the device idle between
+/// reads (ScaleDefrag's finding about e4defrag's loop).
 const IN_FLIGHT: usize = 4;
+const PIECE: usize = 256 << 10;
+const SLOTS: usize = CHUNK * IN_FLIGHT / PIECE;
 
-/// xxh3-64 of [offset, offset+length) read through `f` (opened O_DIRECT): IN_FLIGHT reads
-/// at once through io_uring (the bench's engine), hashed in order; synchronous reads where
-/// io_uring is not available.
+/// xxh3-64 of [offset, offset+length) read through `f` (opened O_DIRECT).
+#[cfg(test)]
 fn hash_with(f: &File, offset: u64, length: u64, buf: &mut AlignedBuf) -> std::io::Result<u64> {
-    let mut h = Xxh3::new();
-    let end = offset + length;
+    hash_ranges(f, &[(offset, length)], buf)
+        .pop()
+        .unwrap_or_else(|| Ok(Xxh3::new().digest()))
+}
+
+/// xxh3-64 of each range, read through `f` (opened O_DIRECT): the ranges' reads in
+/// order, SLOTS at once through io_uring (the bench's engine), hashed in order; one read
+/// at a time where io_uring is not available or fails.
+fn hash_ranges(f: &File, ranges: &[(u64, u64)], buf: &mut AlignedBuf) -> Vec<std::io::Result<u64>> {
+    let mut out: Vec<Option<std::io::Result<u64>>> = ranges.iter().map(|_| None).collect();
     // The ring lives and dies on a thread of its own: io_uring's completion and teardown
     // work flags its task with TIF_NOTIFY_SIGNAL, which signal_pending() reports, and
     // btrfs's DEFRAG_RANGE stops early when it sees a signal pending (measured: full mode
     // left a 16 MiB file defragmented only to 1.8-11 MiB in 4 of 4 runs with the ring on
-    // the worker's thread, tests/defrag_crash.rs; whole with it here).
-    let pos = std::thread::scope(|s| {
-        s.spawn(
-            || match engine::open(EngineKind::Uring, f.as_raw_fd(), IN_FLIGHT as u32) {
-                Ok(mut ring) => hash_in_flight(&mut *ring, buf, &mut h, offset, end),
-                Err(_) => Ok(Some(offset)),
-            },
-        )
+    // the worker's thread, tests/defrag_crash.rs; whole with it here). One thread and one
+    // ring per file: one per range cost a thread spawn and an io_uring_setup for each of
+    // bypass's 128 KiB windows (2,129 of each, strace, docs/defrag.md).
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Ok(mut ring) = engine::open(EngineKind::Uring, f.as_raw_fd(), SLOTS as u32) {
+                hash_in_flight(&mut *ring, f, buf, ranges, &mut out);
+            }
+        })
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))
-    })?;
-    if let Some(pos) = pos {
-        hash_sync(f, &mut h, pos, end, &mut buf.as_mut_slice()[..CHUNK])?;
-    }
-    Ok(h.digest())
+    });
+    // What the ring did not finish (no ring, or it failed), one read at a time.
+    let slot = &mut buf.as_mut_slice()[..CHUNK];
+    ranges
+        .iter()
+        .zip(out)
+        .map(|(&(offset, length), done)| {
+            done.unwrap_or_else(|| {
+                let mut h = Xxh3::new();
+                hash_sync(f, &mut h, offset, offset + length, slot)?;
+                Ok(h.digest())
+            })
+        })
+        .collect()
 }
 
-/// Bytes of the read that starts at `pos`: whole blocks up to CHUNK.
-fn want(pos: u64, end: u64) -> usize {
-    (end - pos).next_multiple_of(4096).min(CHUNK as u64) as usize
+/// Bytes of the read that starts at `pos`: whole blocks up to `max`.
+fn want(pos: u64, end: u64, max: usize) -> usize {
+    (end - pos).next_multiple_of(4096).min(max as u64) as usize
 }
 
-/// Hash [pos, end) with up to IN_FLIGHT reads outstanding. Returns where a synchronous
-/// read must go on (after a short read that was not at EOF), or None when done.
+/// One read of a range: which range, where, how many bytes.
+#[derive(Clone, Copy)]
+struct Piece {
+    range: usize,
+    pos: u64,
+    len: usize,
+}
+
+/// Fill `out` with each range's hash, up to SLOTS reads outstanding. A short read that is
+/// not at EOF finishes its range with synchronous reads; a read error is that range's
+/// result. If the ring itself fails, the ranges not yet done stay None (the caller reads
+/// them one at a time).
 fn hash_in_flight(
     ring: &mut dyn Engine,
+    f: &File,
     buf: &mut AlignedBuf,
-    h: &mut Xxh3,
-    mut pos: u64,
-    end: u64,
-) -> std::io::Result<Option<u64>> {
-    assert!(buf.len() >= CHUNK * IN_FLIGHT);
-    // Not registered (fixed buffers): pinning 4 MiB per range cost 1.2 ms a call, more than
-    // the per-request pinning it saves on a few reads (strace -c, docs/defrag.md).
+    ranges: &[(u64, u64)],
+    out: &mut [Option<std::io::Result<u64>>],
+) {
+    assert!(buf.len() >= PIECE * SLOTS);
+    let pieces: Vec<Piece> = ranges
+        .iter()
+        .enumerate()
+        .flat_map(|(range, &(offset, length))| {
+            let end = offset + length;
+            let mut pos = offset;
+            std::iter::from_fn(move || {
+                (pos < end).then(|| {
+                    let len = want(pos, end, PIECE);
+                    let p = Piece { range, pos, len };
+                    pos += len as u64;
+                    p
+                })
+            })
+        })
+        .collect();
+    // Ranges with nothing to read hash nothing.
+    for (o, r) in out.iter_mut().zip(ranges) {
+        if r.1 == 0 {
+            *o = Some(Ok(Xxh3::new().digest()));
+        }
+    }
+    // Not registered (fixed buffers): pinning 4 MiB cost 1.2 ms a call, more than the
+    // per-request pinning it saves on a few reads (strace -c, docs/defrag.md).
     let base = buf.as_mut_ptr();
-    // Chunk i reads [pos + i*CHUNK, ...) into slot i % IN_FLIGHT.
-    let mut ready: Vec<Option<std::io::Result<usize>>> = (0..IN_FLIGHT).map(|_| None).collect();
-    let mut issue_at = pos;
+    // Piece i reads into slot i % SLOTS.
+    let mut ready: Vec<Option<std::io::Result<usize>>> = (0..SLOTS).map(|_| None).collect();
     let mut issued = 0usize;
     let mut hashed = 0usize;
     let mut outstanding = 0usize;
-    let mut failed: Option<std::io::Error> = None;
-    let mut resume = None;
+    let mut broken = false;
+    let mut h = Xxh3::new();
     let mut completions = Vec::new();
+    // For a range finished synchronously after a short read (the slots are in use).
+    let mut spare: Option<AlignedBuf> = None;
     // Every request is reaped before `buf` goes, error or not: the kernel writes into it.
     loop {
-        let stopping = failed.is_some() || resume.is_some() || pos >= end;
-        while !stopping && issue_at < end && issued < hashed + IN_FLIGHT {
-            let slot = issued % IN_FLIGHT;
+        while !broken && issued < pieces.len() && issued < hashed + SLOTS {
+            let p = pieces[issued];
+            if out[p.range].is_some() {
+                // Its range already ended (EOF, short read, error): its slot stays empty.
+                ready[issued % SLOTS] = Some(Ok(0));
+                issued += 1;
+                continue;
+            }
             let req = Request {
-                slot,
+                slot: issued % SLOTS,
                 op: Op::Read,
-                offset: issue_at,
-                // SAFETY: slot * CHUNK + CHUNK <= the buffer's length.
-                buf: unsafe { base.add(slot * CHUNK) },
-                len: want(issue_at, end),
+                offset: p.pos,
+                // SAFETY: slot * PIECE + PIECE <= the buffer's length.
+                buf: unsafe { base.add((issued % SLOTS) * PIECE) },
+                len: p.len,
             };
-            if let Err(e) = ring.queue(req) {
-                failed = Some(e);
+            if ring.queue(req).is_err() {
+                broken = true;
                 break;
             }
             outstanding += 1;
-            issue_at += req.len as u64;
             issued += 1;
         }
-        if failed.is_some() || resume.is_some() || pos >= end {
+        if broken || hashed == pieces.len() {
             if outstanding == 0 {
                 break;
             }
-        } else if let Some(done) = ready[hashed % IN_FLIGHT].take() {
+        } else if let Some(done) = ready[hashed % SLOTS].take() {
+            let p = pieces[hashed];
+            hashed += 1;
+            if out[p.range].is_some() {
+                continue; // the range ended before this piece
+            }
+            let (offset, length) = ranges[p.range];
+            let end = offset + length;
+            if p.pos == offset {
+                h = Xxh3::new();
+            }
             let n = match done {
                 Ok(n) => n,
                 Err(e) => {
-                    failed = Some(e);
+                    out[p.range] = Some(Err(e));
                     continue;
                 }
             };
-            let asked = want(pos, end);
-            let take = (n as u64).min(end - pos) as usize;
-            let slot = hashed % IN_FLIGHT;
-            h.update(&buf.as_slice()[slot * CHUNK..slot * CHUNK + take]);
-            pos += n as u64;
-            hashed += 1;
-            if n == 0 {
-                pos = end; // EOF
-            } else if n < asked && pos < end {
-                // The file ends inside this chunk, or a short read: what follows is read
-                // one request at a time (a 0-byte read then ends it at EOF).
-                resume = Some(pos);
+            let take = (n as u64).min(end - p.pos) as usize;
+            let slot = (hashed - 1) % SLOTS;
+            h.update(&buf.as_slice()[slot * PIECE..slot * PIECE + take]);
+            let at = p.pos + n as u64;
+            if n == 0 || at >= end {
+                out[p.range] = Some(Ok(h.digest())); // EOF, or the range's last read
+            } else if n < p.len {
+                // The file ends inside this read, or a short read: the rest one read at a
+                // time (a 0-byte read then ends it at EOF).
+                let spare = spare.get_or_insert_with(|| AlignedBuf::new(CHUNK));
+                out[p.range] =
+                    Some(hash_sync(f, &mut h, at, end, spare.as_mut_slice()).map(|()| h.digest()));
             }
             continue;
         }
-        if let Err(e) = ring.reap(1, &mut completions) {
-            // Nothing can be known about the requests in flight: give up on the ring only
-            // once none is left.
-            failed.get_or_insert(e);
+        // (A range half hashed when the ring fails stays None and is read again whole.)
+        if ring.reap(1, &mut completions).is_err() {
+            // Nothing can be known about the requests in flight: give up on the ring once
+            // none is left; the unfinished ranges are read one at a time.
+            broken = true;
             if outstanding == 0 {
                 break;
             }
@@ -375,10 +475,6 @@ fn hash_in_flight(
             ready[c.slot] = Some(c.result);
         }
     }
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    Ok(resume)
 }
 
 /// Hash [pos, end) one synchronous read at a time into `buf` (CHUNK bytes, aligned for
@@ -392,7 +488,7 @@ fn hash_sync(
 ) -> std::io::Result<()> {
     while pos < end {
         // Read whole blocks; only the bytes inside the range are hashed.
-        let want = want(pos, end);
+        let want = want(pos, end, buf.len());
         let n = f.read_at(&mut buf[..want], pos)?;
         if n == 0 {
             break;
@@ -415,8 +511,8 @@ mod tests {
     use std::io::Write;
 
     /// The reads in flight hash exactly what one read at a time hashes: ranges inside the
-    /// file, across its end, past it, shorter than a block and longer than the reads in
-    /// flight together.
+    /// file, across its end, past it, empty, shorter than a block and longer than the
+    /// reads in flight together; one range at a time and many at once.
     #[test]
     fn reads_in_flight_hash_what_synchronous_reads_hash() {
         let dir = tempfile::tempdir().unwrap();
@@ -427,14 +523,21 @@ mod tests {
         let f = File::open(&path).unwrap();
         let len = len as u64;
         let mut buf = AlignedBuf::new(CHUNK * IN_FLIGHT);
-        for (off, n) in [
+        let mut ranges = vec![
             (0, len),
             (0, 100),
             (4096, 3 * CHUNK as u64),
             (CHUNK as u64, len),
             (0, 2 * len),
             (len.next_multiple_of(4096), 8192),
-        ] {
+            (8192, 0),
+        ];
+        // Many small ranges, as bypass verifies them: more than SLOTS, each inside one
+        // read or across two, one ending in the file's last block.
+        ranges.extend((0..40).map(|i| (i * 131_072, 131_072 + (i % 3) * 4096)));
+        ranges.push((len - 5000, 4096 * 3));
+        let mut each = Vec::new();
+        for &(off, n) in &ranges {
             let mut h = Xxh3::new();
             hash_sync(&f, &mut h, off, off + n, &mut buf.as_mut_slice()[..CHUNK]).unwrap();
             assert_eq!(
@@ -442,7 +545,14 @@ mod tests {
                 h.digest(),
                 "range {off}+{n}"
             );
+            each.push(h.digest());
         }
+        // All at once, reads of several ranges in flight: the same hashes, in order.
+        let all: Vec<u64> = hash_ranges(&f, &ranges, &mut buf)
+            .into_iter()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(all, each);
         let whole = xxhash_rust::xxh3::xxh3_64(&data);
         assert_eq!(hash_with(&f, 0, len, &mut buf).unwrap(), whole);
     }
