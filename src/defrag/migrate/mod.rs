@@ -189,7 +189,7 @@ pub fn donor_for(
     for _ in 0..tries {
         let donor = temp_file_in(t.dir)?;
         let mut at = offset;
-        let steps = donor_steps(t, offset, length);
+        let steps = donor_steps(t.pieces, t.goal, t.block_size, offset, length);
         let mut full = false;
         for step in steps {
             let len = step.min(offset + length - at);
@@ -237,9 +237,10 @@ pub fn donor_for(
 }
 
 /// The fallocate calls that build a donor for [offset, offset+length): the free-space
-/// plan's pieces (full mode); for pick and bypass one call per R-window, so that each is
-/// a power-of-two request when R is one (128 KiB: 32 blocks). ext4's mballoc searches its
-/// buddy lists for an aligned free chunk (CR_POWER2_ALIGNED) only for power-of-two
+/// plan's pieces (full mode); for pick and bypass a range longer than R gets one call
+/// per R-window, so that each is a power-of-two request when R is one (128 KiB: 32
+/// blocks), and a range of at most R one call (it must read as one request). ext4's
+/// mballoc searches its buddy lists for an aligned free chunk (CR_POWER2_ALIGNED) only for power-of-two
 /// lengths; any other length starts at CR_GOAL_LEN_FAST and on an aged file system falls
 /// to CR_GOAL_LEN_SLOW, which takes the best of the first 200 free extents it scans
 /// (mb_max_to_scan) in the goal's group, often one block: measured with the
@@ -247,14 +248,25 @@ pub fn donor_for(
 /// allocations, and a bypass run made 24,877 allocations for 2,131 windows, 21,783 of them
 /// short; FragPicker-B's 128 KiB fallocates made 2,327, all whole, at CR_POWER2_ALIGNED
 /// (docs/defrag.md). A window only needs its own run (Goal::WholeWindows).
-fn donor_steps(t: &Target<'_>, offset: u64, length: u64) -> Vec<u64> {
-    if let Some(p) = t.pieces {
+fn donor_steps(
+    pieces: Option<&[u64]>,
+    goal: Goal,
+    block_size: u64,
+    offset: u64,
+    length: u64,
+) -> Vec<u64> {
+    if let Some(p) = pieces {
         return p.to_vec();
     }
-    let Goal::WholeWindows(r) = t.goal else {
+    let Goal::WholeWindows(r) = goal else {
         return vec![length];
     };
-    let r = r.max(t.block_size).max(1);
+    let r = r.max(block_size).max(1);
+    if length <= r {
+        // One request's worth (pick's ranges are the application's requests, which need
+        // not start on a window boundary): one run for all of it.
+        return vec![length];
+    }
     let end = offset + length;
     let mut steps = Vec::new();
     let mut at = offset;
@@ -346,5 +358,30 @@ mod tests {
         assert!(settles(Goal::WholeWindows(r), r + 4096, 8192));
         assert!(!settles(Goal::WholeWindows(r), 0, 2 * r));
         assert!(!settles(Goal::WholeWindows(r), r - 4096, 8192));
+    }
+
+    #[test]
+    fn donors_are_built_one_window_per_call_for_ranges_longer_than_a_window() {
+        let (k, r) = (1u64 << 10, 128u64 << 10);
+        let w = Goal::WholeWindows(r);
+        // Bypass: window-aligned runs of windows, one call per window.
+        assert_eq!(donor_steps(None, w, 4096, 3 * r, 3 * r), vec![r, r, r]);
+        // Pick: one request's worth, wherever it starts, in one call.
+        assert_eq!(donor_steps(None, w, 4096, 416 * k, r), vec![r]);
+        assert_eq!(donor_steps(None, w, 4096, 416 * k, 8192), vec![8192]);
+        // Longer and unaligned: cut at the window boundaries.
+        assert_eq!(
+            donor_steps(None, w, 4096, 416 * k, 2 * r),
+            vec![96 * k, r, 32 * k]
+        );
+        // Full mode: the whole range, or the free-space plan's pieces.
+        assert_eq!(
+            donor_steps(None, Goal::FewerFragments, 4096, 0, 64 * r),
+            vec![64 * r]
+        );
+        assert_eq!(
+            donor_steps(Some(&[5 * r, 3 * r]), Goal::FewerFragments, 4096, 0, 8 * r),
+            vec![5 * r, 3 * r]
+        );
     }
 }
