@@ -186,10 +186,10 @@ pub fn donor_for(
     // A planned layout gets one attempt per plan: holding a donor would take the very
     // runs the plan counted on.
     let tries = if t.pieces.is_some() { 1 } else { DONOR_TRIES };
-    for _ in 0..tries {
+    for attempt in 0..tries {
         let donor = temp_file_in(t.dir)?;
         let mut at = offset;
-        let steps = donor_steps(t.pieces, t.goal, t.block_size, offset, length);
+        let steps = donor_steps(t.pieces, t.goal, t.block_size, offset, length, attempt);
         let mut full = false;
         for step in steps {
             let len = step.min(offset + length - at);
@@ -236,24 +236,28 @@ pub fn donor_for(
     Ok(Err(best.map(|i| tried[i].0)))
 }
 
-/// The fallocate calls that build a donor for [offset, offset+length): the free-space
-/// plan's pieces (full mode); for pick and bypass a range longer than R gets one call
-/// per R-window, so that each is a power-of-two request when R is one (128 KiB: 32
-/// blocks), and a range of at most R one call (it must read as one request). ext4's
-/// mballoc searches its buddy lists for an aligned free chunk (CR_POWER2_ALIGNED) only for power-of-two
-/// lengths; any other length starts at CR_GOAL_LEN_FAST and on an aged file system falls
-/// to CR_GOAL_LEN_SLOW, which takes the best of the first 200 free extents it scans
-/// (mb_max_to_scan) in the goal's group, often one block: measured with the
-/// ext4_mballoc_alloc tracepoint, one donor of 96 blocks per range made 96 one-block
-/// allocations, and a bypass run made 24,877 allocations for 2,131 windows, 21,783 of them
-/// short; FragPicker-B's 128 KiB fallocates made 2,327, all whole, at CR_POWER2_ALIGNED
-/// (docs/defrag.md). A window only needs its own run (Goal::WholeWindows).
+/// The fallocate calls that build a donor for [offset, offset+length), attempt `attempt`
+/// (0 first): the free-space plan's pieces (full mode); otherwise the whole range in one
+/// call first, so that free space with a run that long gives one; for pick and bypass,
+/// a range longer than R whose first donor was not whole gets one call per R-window on
+/// later attempts, each then a power-of-two request when R is one (128 KiB: 32 blocks).
+/// ext4's mballoc searches its buddy lists for an aligned free chunk (CR_POWER2_ALIGNED)
+/// only for power-of-two lengths; any other length starts at CR_GOAL_LEN_FAST and, when
+/// no free run is that long, falls to CR_GOAL_LEN_SLOW, which takes the best of the first
+/// 200 free extents it scans (mb_max_to_scan) in the goal's group, often one block:
+/// measured with the ext4_mballoc_alloc tracepoint, a 96-block donor made 96 one-block
+/// allocations, and a bypass run whose every attempt was one call made 24,877
+/// allocations for 2,131 windows, 21,783 of them short (FragPicker-B's 128 KiB
+/// fallocates: 2,327, all whole, CR_POWER2_ALIGNED). One call per window on every attempt
+/// was as fast there but left more windows split in the lab, where free space has longer
+/// runs that a whole-range call finds (docs/defrag.md).
 fn donor_steps(
     pieces: Option<&[u64]>,
     goal: Goal,
     block_size: u64,
     offset: u64,
     length: u64,
+    attempt: usize,
 ) -> Vec<u64> {
     if let Some(p) = pieces {
         return p.to_vec();
@@ -262,9 +266,10 @@ fn donor_steps(
         return vec![length];
     };
     let r = r.max(block_size).max(1);
-    if length <= r {
+    if length <= r || attempt == 0 {
         // One request's worth (pick's ranges are the application's requests, which need
-        // not start on a window boundary): one run for all of it.
+        // not start on a window boundary) in one run; a longer range in one run if free
+        // space has one.
         return vec![length];
     }
     let end = offset + length;
@@ -361,26 +366,34 @@ mod tests {
     }
 
     #[test]
-    fn donors_are_built_one_window_per_call_for_ranges_longer_than_a_window() {
+    fn donors_are_built_one_window_per_call_after_a_whole_range_call_failed() {
         let (k, r) = (1u64 << 10, 128u64 << 10);
         let w = Goal::WholeWindows(r);
-        // Bypass: window-aligned runs of windows, one call per window.
-        assert_eq!(donor_steps(None, w, 4096, 3 * r, 3 * r), vec![r, r, r]);
-        // Pick: one request's worth, wherever it starts, in one call.
-        assert_eq!(donor_steps(None, w, 4096, 416 * k, r), vec![r]);
-        assert_eq!(donor_steps(None, w, 4096, 416 * k, 8192), vec![8192]);
+        // Bypass: a run of windows in one call first, then one call per window.
+        assert_eq!(donor_steps(None, w, 4096, 3 * r, 3 * r, 0), vec![3 * r]);
+        assert_eq!(donor_steps(None, w, 4096, 3 * r, 3 * r, 1), vec![r, r, r]);
+        // Pick: one request's worth, wherever it starts, in one call on every attempt.
+        assert_eq!(donor_steps(None, w, 4096, 416 * k, r, 3), vec![r]);
+        assert_eq!(donor_steps(None, w, 4096, 416 * k, 8192, 1), vec![8192]);
         // Longer and unaligned: cut at the window boundaries.
         assert_eq!(
-            donor_steps(None, w, 4096, 416 * k, 2 * r),
+            donor_steps(None, w, 4096, 416 * k, 2 * r, 1),
             vec![96 * k, r, 32 * k]
         );
         // Full mode: the whole range, or the free-space plan's pieces.
         assert_eq!(
-            donor_steps(None, Goal::FewerFragments, 4096, 0, 64 * r),
+            donor_steps(None, Goal::FewerFragments, 4096, 0, 64 * r, 1),
             vec![64 * r]
         );
         assert_eq!(
-            donor_steps(Some(&[5 * r, 3 * r]), Goal::FewerFragments, 4096, 0, 8 * r),
+            donor_steps(
+                Some(&[5 * r, 3 * r]),
+                Goal::FewerFragments,
+                4096,
+                0,
+                8 * r,
+                0
+            ),
             vec![5 * r, 3 * r]
         );
     }
