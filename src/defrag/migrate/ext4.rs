@@ -17,7 +17,7 @@ impl Migrator for MoveExt {
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
         let bs = t.block_size;
         // Same logical offsets in donor and original, as MOVE_EXT wants.
-        let (donor, judged, _sinks) = match donor_for(t, offset, length)? {
+        let (donor, judged, sinks) = match donor_for(t, offset, length)? {
             Ok(d) => d,
             Err(best) => return Ok(not_better(best, length)),
         };
@@ -38,7 +38,10 @@ impl Migrator for MoveExt {
             done += moved;
         }
         // Closing the donor frees the old, fragmented blocks it now holds.
-        drop(donor);
+        t.release(donor);
+        for f in sinks {
+            t.release(f);
+        }
         Ok(RangeOutcome::Moved {
             bytes: length,
             judged,

@@ -38,6 +38,20 @@ pub struct Target<'a> {
     /// Full mode: piece sizes from the free-space plan (best fit, largest first); the donor
     /// is preallocated piece by piece so that the allocator is asked for runs that exist.
     pub pieces: Option<&'a [u64]>,
+    /// Where a donor goes when the move is done with it: closing it frees the old blocks
+    /// it now holds (the inode's eviction truncates them), which the caller may do off the
+    /// moving thread. None: dropped here.
+    pub release: Option<&'a (dyn Fn(File) + Sync)>,
+}
+
+impl Target<'_> {
+    /// Hand a finished donor (or a sink) back for closing.
+    pub fn release(&self, f: File) {
+        match self.release {
+            Some(r) => r(f),
+            None => drop(f),
+        }
+    }
 }
 
 /// What new space must achieve for a move to be worth its writes.
