@@ -526,14 +526,11 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         plan_free_space: matches!(opts.mode, Mode::Full),
         sums: verify::Sums::new(&file),
     };
-    let mut results = Vec::new();
-    let mut checks = Vec::new();
-    let mut file_moved = 0u64;
     // Donors are closed on a helper thread (the other CPU): closing one evicts its inode,
     // which frees the old fragments it took over (16% of a bypass run's CPU), while the
     // mover goes on with the next range (perf and bench/defrag-ab.sh, docs/defrag.md).
     // The helper is done before the file's fsync.
-    std::thread::scope(|s| {
+    let (mut results, checks, mut file_moved) = std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel::<File>();
         s.spawn(move || rx.into_iter().for_each(drop));
         let release = |f: File| {
@@ -541,71 +538,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
                 drop(back.0); // the helper is gone: close it here
             }
         };
-        for (i, r) in plan.ranges.iter().enumerate() {
-            // The next range's readahead goes out now, so the device reads its fragments while
-            // this range is hashed, moved and judged (the run waits on those reads: the
-            // extent floor, docs/defrag.md). Its pages are order-0 and checked again before
-            // they are hashed.
-            if let Some(next) = plan.ranges.get(i + 1) {
-                ctx.sums.prefetch(next.offset, next.length);
-            }
-            if !sh.reserve(r.length) {
-                summary.budget_exhausted = true;
-                results.push(RangeResult {
-                    offset: r.offset,
-                    length: r.length,
-                    status: "skipped",
-                    reason: Some("--budget reached".into()),
-                    skip: Some(SkipKind::Budget),
-                    judged: None,
-                    verified: None,
-                });
-                continue;
-            }
-            let first = migrate_one(&ctx, &release, r.offset, r.length);
-            let no_room = first.0.skip == Some(SkipKind::NotBetter);
-            let mut pieces = vec![first];
-            // Pick and bypass: no good space for the whole range, but each R-window only
-            // needs its own run. (Full mode never splits: scattered windows are how a
-            // whole-file defrag makes a file worse.)
-            if no_room && r.length > opts.request_size && matches!(ctx.goal, Goal::WholeWindows(_))
-            {
-                pieces.clear();
-                let mut off = r.offset;
-                while off < r.offset + r.length {
-                    let len = (opts.request_size - off % opts.request_size)
-                        .min(r.offset + r.length - off);
-                    pieces.push(migrate_one(&ctx, &release, off, len));
-                    off += len;
-                }
-            }
-            let mut range_moved = 0u64;
-            for (res, check) in pieces {
-                match res.status {
-                    "moved" => {
-                        summary.ranges_moved += 1;
-                        range_moved += res.length;
-                        if res.judged.is_some_and(|j| !j.better()) {
-                            summary.ranges_moved_not_better += 1;
-                        }
-                    }
-                    "failed" => summary.ranges_failed += 1,
-                    _ => {
-                        summary.ranges_skipped += 1;
-                        if res.skip != Some(SkipKind::Budget) {
-                            summary.ranges_not_improvable += 1;
-                        }
-                    }
-                }
-                results.push(res);
-                checks.push(check);
-            }
-            file_moved += range_moved;
-            sh.settle(r.length, range_moved);
-            let done = sh.done.fetch_add(r.length, Ordering::SeqCst) + r.length;
-            (sh.progress)(done, sh.total_planned);
-            sh.pace();
-        }
+        move_ranges(sh, &ctx, plan, &release, &mut summary)
     });
     if file_moved > 0 {
         // Durable before it is reported: MOVE_EXT and the btrfs/f2fs rewrites are
@@ -654,6 +587,87 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         eprintln!("fragkit: WORSE: {}: {w}", path.display());
     }
     Ok((result, summary))
+}
+
+/// Move a file's planned ranges in plan order (a range with no room as a whole is retried
+/// window by window in pick and bypass); each range's result and, when verifying, its
+/// checksum from before, and the bytes moved. Donors go to `release`.
+fn move_ranges(
+    sh: &Shared<'_>,
+    ctx: &MoveCtx<'_>,
+    plan: &plan::FilePlan,
+    release: &(dyn Fn(File) + Sync),
+    summary: &mut DefragSummary,
+) -> (Vec<RangeResult>, Vec<Option<Checked>>, u64) {
+    let opts = sh.opts;
+    let mut results = Vec::new();
+    let mut checks = Vec::new();
+    let mut file_moved = 0u64;
+    for (i, r) in plan.ranges.iter().enumerate() {
+        // The next range's readahead goes out now, so the device reads its fragments while
+        // this range is hashed, moved and judged (the run waits on those reads: the
+        // extent floor, docs/defrag.md). Its pages are order-0 and checked again before
+        // they are hashed.
+        if let Some(next) = plan.ranges.get(i + 1) {
+            ctx.sums.prefetch(next.offset, next.length);
+        }
+        if !sh.reserve(r.length) {
+            summary.budget_exhausted = true;
+            results.push(RangeResult {
+                offset: r.offset,
+                length: r.length,
+                status: "skipped",
+                reason: Some("--budget reached".into()),
+                skip: Some(SkipKind::Budget),
+                judged: None,
+                verified: None,
+            });
+            continue;
+        }
+        let first = migrate_one(ctx, release, r.offset, r.length);
+        let no_room = first.0.skip == Some(SkipKind::NotBetter);
+        let mut pieces = vec![first];
+        // Pick and bypass: no good space for the whole range, but each R-window only
+        // needs its own run. (Full mode never splits: scattered windows are how a
+        // whole-file defrag makes a file worse.)
+        if no_room && r.length > opts.request_size && matches!(ctx.goal, Goal::WholeWindows(_)) {
+            pieces.clear();
+            let mut off = r.offset;
+            while off < r.offset + r.length {
+                let len =
+                    (opts.request_size - off % opts.request_size).min(r.offset + r.length - off);
+                pieces.push(migrate_one(ctx, release, off, len));
+                off += len;
+            }
+        }
+        let mut range_moved = 0u64;
+        for (res, check) in pieces {
+            match res.status {
+                "moved" => {
+                    summary.ranges_moved += 1;
+                    range_moved += res.length;
+                    if res.judged.is_some_and(|j| !j.better()) {
+                        summary.ranges_moved_not_better += 1;
+                    }
+                }
+                "failed" => summary.ranges_failed += 1,
+                _ => {
+                    summary.ranges_skipped += 1;
+                    if res.skip != Some(SkipKind::Budget) {
+                        summary.ranges_not_improvable += 1;
+                    }
+                }
+            }
+            results.push(res);
+            checks.push(check);
+        }
+        file_moved += range_moved;
+        sh.settle(r.length, range_moved);
+        let done = sh.done.fetch_add(r.length, Ordering::SeqCst) + r.length;
+        (sh.progress)(done, sh.total_planned);
+        sh.pace();
+    }
+    (results, checks, file_moved)
 }
 
 fn goal_for(mode: &Mode, request_size: u64) -> Goal {
