@@ -25,7 +25,7 @@ use crate::layout::walk::map_path;
 use crate::metrics::FileMetrics;
 use crate::scan::scan_paths;
 use crate::sys::fiemap;
-use crate::sys::fsinfo::F2FS_MAGIC;
+use crate::sys::fsinfo::{EXT4_MAGIC, F2FS_MAGIC};
 use judge::Judgement;
 use migrate::{Goal, Method, RangeOutcome, Skip, SkipKind, Target};
 use plan::{Mode, SkippedRange};
@@ -66,6 +66,10 @@ pub struct RangeResult {
     /// the result where the kernel chose the space).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judged: Option<Judgement>,
+    /// Full mode: how many pieces the free-space plan (GETFSMAP, best fit) said the range
+    /// could be put in; `judged.fragments_after` is what the allocator gave.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_pieces: Option<usize>,
     /// true: checksum equal after reading back from disk; false: differs; null: not
     /// checked (--no-verify) or inconclusive (file changed concurrently).
     pub verified: Option<bool>,
@@ -171,7 +175,8 @@ pub struct DefragReport {
     pub dry_run: bool,
     pub files: Vec<FileResult>,
     pub summary: DefragSummary,
-    /// File-system knobs set for the run (f2fs ipu_policy for --method rewrite).
+    /// File-system knobs set for the run (f2fs ipu_policy for --method rewrite, ext4
+    /// mb_max_to_scan for full mode).
     pub tunables: Vec<TunableChange>,
 }
 
@@ -184,15 +189,49 @@ pub struct TunableChange {
     pub restored: bool,
 }
 
-/// Knobs held for the run, one per device; dropping restores them (error paths too).
+/// Knobs held for the run, by device and knob name; dropping restores them (error paths
+/// too).
 #[derive(Default)]
-struct HeldTunables(Vec<(u64, SysfsTunable)>);
+struct HeldTunables(Vec<(u64, &'static str, SysfsTunable)>);
 
 impl HeldTunables {
+    fn holds(&self, dev: u64, name: &str) -> bool {
+        self.0.iter().any(|(d, n, _)| *d == dev && *n == name)
+    }
+
+    /// ext4's allocator, when no group's free fragments average the length asked for,
+    /// scans free extents group after group and takes the best of the first
+    /// `mb_max_to_scan` (200 by default) it finds, which on aged space is often one block:
+    /// a full-mode donor planned as 531 pieces came out in 6,108 (docs/defrag.md). Full
+    /// mode lets it look at every free extent for the run: at most one per two blocks of
+    /// the file system. The scan still stops at the first fit it can use
+    /// (`mb_min_to_scan` later), so the cost is the free extents before one that fits.
+    fn ext4_scan_every_free_extent(&mut self, dev: u64, path: &Path, blocks: u64) -> Result<()> {
+        const KNOB: &str = "mb_max_to_scan";
+        if self.holds(dev, KNOB) {
+            return Ok(());
+        }
+        let every = (blocks / 2).clamp(1, u64::from(u32::MAX));
+        let what = "full mode lets ext4's allocator look at every free extent: setting /sys/fs/ext4/<dev>/mb_max_to_scan";
+        let Some(t) = SysfsTunable::set_fs(path, "ext4", KNOB, &every.to_string())
+            .with_context(|| format!("{}: {what} (needs root)", path.display()))?
+        else {
+            // No such knob (a kernel without it): the run goes on with the allocator as is.
+            return Ok(());
+        };
+        if t.old().parse::<u64>().is_ok_and(|old| old >= every) {
+            // Already scanning that far: leave it exactly as the administrator set it.
+            drop(t.restore());
+            return Ok(());
+        }
+        self.0.push((dev, KNOB, t));
+        Ok(())
+    }
+
     /// F2FS overwrites in place under most ipu_policy values; the rewrite method needs
     /// every write out of place, so switch in-place updates off on `path`'s device.
     fn f2fs_out_of_place(&mut self, dev: u64, path: &Path) -> Result<()> {
-        if self.0.iter().any(|(d, _)| *d == dev) {
+        if self.holds(dev, "ipu_policy") {
             return Ok(());
         }
         let what = "--method rewrite on f2fs needs out-of-place writes: setting /sys/fs/f2fs/<dev>/ipu_policy";
@@ -204,7 +243,7 @@ impl HeldTunables {
         )
         .with_context(|| format!("{}: {what} (needs root)", path.display()))?
         .ok_or_else(|| anyhow!("{}: {what}: no such knob for its device", path.display()))?;
-        self.0.push((dev, t));
+        self.0.push((dev, "ipu_policy", t));
         Ok(())
     }
 
@@ -212,7 +251,7 @@ impl HeldTunables {
     fn restore(self) -> Vec<TunableChange> {
         self.0
             .into_iter()
-            .map(|(_, t)| {
+            .map(|(_, _, t)| {
                 let (knob, from, to) = (
                     t.knob().to_path_buf(),
                     t.old().to_string(),
@@ -313,6 +352,7 @@ pub fn run(
                     reason: None,
                     skip: None,
                     judged: None,
+                    planned_pieces: None,
                     verified: None,
                 })
                 .collect();
@@ -335,6 +375,13 @@ pub fn run(
         if matches!(opts.mode, Mode::Full) && !committed.contains(&entry.file.dev) {
             let _ = crate::age::paf::syncfs(&entry.file.path);
             committed.push(entry.file.dev);
+            if entry.file.fs.magic == EXT4_MAGIC && !opts.dry_run {
+                tunables.ext4_scan_every_free_extent(
+                    entry.file.dev,
+                    &entry.file.path,
+                    entry.file.fs.blocks,
+                )?;
+            }
         }
         // Knobs are per device and held for the whole run: set before any worker starts.
         if opts.method == Method::Rewrite && entry.file.fs.magic == F2FS_MAGIC {
@@ -620,6 +667,7 @@ fn move_ranges(
                 reason: Some("--budget reached".into()),
                 skip: Some(SkipKind::Budget),
                 judged: None,
+                planned_pieces: None,
                 verified: None,
             });
             continue;
@@ -830,6 +878,7 @@ fn migrate_one(
         reason: None,
         skip: None,
         judged: None,
+        planned_pieces: None,
         verified: None,
     };
     let fail = |mut r: RangeResult, why: String| {
@@ -868,6 +917,7 @@ fn migrate_one(
     } else {
         None
     };
+    res.planned_pieces = pieces.as_ref().map(Vec::len);
     let size = file.metadata().map(|m| m.size()).unwrap_or(0);
     // mtime/ctime change with writes, not with a migration of unchanged data.
     let stamp_before = stamp(file);
