@@ -38,6 +38,19 @@ fn stride_profile(dir: &Path, out: &Path) {
     .unwrap();
 }
 
+/// `fragkit defrag ARGS`, which must end with 0 or 1; its JSON report.
+fn defrag_json(args: &[&str]) -> Value {
+    let mut all = vec!["defrag"];
+    all.extend_from_slice(args);
+    let out = fragkit(&all);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn never_worse(fs: FsType) {
     let base = aged(fs);
     let profile = base.mountpoint().join("profile.json");
@@ -313,8 +326,7 @@ fn pick_makes_unaligned_requests_whole_on_ext4() {
             .to_string(),
     )
     .unwrap();
-    let out = fragkit(&[
-        "defrag",
+    let report = defrag_json(&[
         "--mode",
         "pick",
         "--format",
@@ -323,12 +335,6 @@ fn pick_makes_unaligned_requests_whole_on_ext4() {
         &prof.to_string_lossy(),
         &fp.to_string_lossy(),
     ]);
-    assert!(
-        matches!(out.status.code(), Some(0) | Some(1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let (mut whole, mut planned) = (0u64, 0u64);
     for f in report["files"].as_array().unwrap() {
         let (bs, extents) = filefrag_extents(Path::new(f["path"].as_str().unwrap()));
@@ -366,20 +372,7 @@ fn full_mode_follows_the_free_space_plan_on_ext4() {
         fragkit::age::fstune::block_device_name(&fp).unwrap()
     );
     let knob_before = std::fs::read_to_string(&knob).unwrap();
-    let out = fragkit(&[
-        "defrag",
-        "--mode",
-        "full",
-        "--format",
-        "json",
-        &fp.to_string_lossy(),
-    ]);
-    assert!(
-        matches!(out.status.code(), Some(0) | Some(1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = defrag_json(&["--mode", "full", "--format", "json", &fp.to_string_lossy()]);
     let (mut planned, mut got) = (0, 0);
     for f in report["files"].as_array().unwrap() {
         for r in f["ranges"].as_array().unwrap() {
