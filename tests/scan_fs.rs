@@ -400,8 +400,16 @@ fn scan_model_sees_the_fast24_worst_case() {
     let worst = s.mountpoint().join("worst");
     let r = build(&hypothetical_worst_ideal(worst.clone())).unwrap();
     assert_eq!(r.achieved.fragments, 256);
+    // One fallocate of 2048 blocks (a power of two: one buddy chunk) before the data, so
+    // the file is one extent; written page by page under nodelalloc it once came out in 2.
     let contiguous = s.mountpoint().join("contiguous");
-    write_file(&contiguous, 8 << 20, 1);
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&contiguous).unwrap();
+        fallocate(&f, 0, 0, 8 << 20);
+        f.write_all(AlignedBuf::new(8 << 20, 1).as_slice()).unwrap();
+        f.sync_all().unwrap();
+    }
     let dir = s.mountpoint().to_str().unwrap();
 
     let doc = fragkit_json(&["scan", dir, "--model", "fast24", "--format", "json"]);
