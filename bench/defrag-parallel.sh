@@ -48,6 +48,12 @@ umount "$aged"
 # reads, read B, writes, written B (%.0f: mawk prints numbers with 6 significant digits and
 # clamps %d at 2^31 - 1)
 stat_fields() { awk '{ printf "%.0f %.0f %.0f %.0f\n", $1, $3 * 512, $5, $7 * 512 }' "/sys/block/$1/stat"; }
+# Where the time goes, to tell a device-bound run from a CPU-bound one: CPU ticks every
+# CPU spent busy (user, nice, system, irq, softirq; not idle, iowait or steal: the loop
+# device's and the virtio disk's kernel threads count too), and the device's io_ticks (ms
+# with at least one request in flight).
+cpu_busy_ticks() { awk '$1 == "cpu" { printf "%.0f\n", $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+io_ticks_ms() { awk '{ printf "%.0f\n", $10 }' "/sys/block/$1/stat"; }
 attach() {
   cp --sparse=always "$image" "$work/copy.img"
   loopdev=$(losetup --find --show "$work/copy.img")
@@ -56,14 +62,14 @@ attach() {
 detach() { umount "$mnt"; losetup -d "$loopdev"; loopdev=""; }
 # run JOBS: one defrag on a fresh copy, then the copy floor on the same device; appends
 # "jobs time_s reads read_B writes written_B moved_B ranges_moved files_worse exit floor_s
-#  extent_floor_s extent_floor_reads extent_floor_read_B"
+#  extent_floor_s extent_floor_reads extent_floor_read_B cpu_busy_ticks io_ticks_ms"
 run() {
-  local j=$1 dev s0 s1 t0 t1 code moved rest half
+  local j=$1 dev s0 s1 t0 t1 code moved rest half c0 c1 i0 i1
   attach; dev=$(basename "$loopdev")
   sync; echo 3 > /proc/sys/vm/drop_caches
-  s0=$(stat_fields "$dev"); t0=$(date +%s.%N)
+  s0=$(stat_fields "$dev"); c0=$(cpu_busy_ticks); i0=$(io_ticks_ms "$dev"); t0=$(date +%s.%N)
   code=0; "$fk" defrag --mode bypass -j "$j" --format json "$mnt" > "$work/report.json" 2>/dev/null || code=$?
-  sync; t1=$(date +%s.%N); s1=$(stat_fields "$dev")
+  sync; t1=$(date +%s.%N); s1=$(stat_fields "$dev"); c1=$(cpu_busy_ticks); i1=$(io_ticks_ms "$dev")
   [[ $code -le 1 ]] || { echo "bench/defrag-parallel.sh: defrag -j $j exited $code" >&2; exit 1; }
   read -r moved rest < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s["bytes_moved"], s["ranges_moved"], s["files_worse"])' "$work/report.json")
   umount "$mnt"
@@ -86,8 +92,8 @@ run() {
     --size="$(( (xbytes + 1048575) / 1048576 ))M" --end_fsync=1 > /dev/null
   xfloor=$(python3 -c 'import json,sys; print(max(j["job_runtime"] for j in json.load(open(sys.argv[1]))["jobs"]) / 1000)' "$work/xfloor.json")
   losetup -d "$loopdev"; loopdev=""
-  paste -d' ' <(echo "$j $(echo "$t1 - $t0" | bc -l)") <(echo "$s0") <(echo "$s1") <(echo "$moved $rest $code $floor $xfloor $xreads $xbytes") |
-    awk '{ printf "%s %s %.0f %.0f %.0f %.0f %.0f %s %s %s %s %s %s %.0f\n", $1, $2, $7 - $3, $8 - $4, $9 - $5, $10 - $6, $11, $12, $13, $14, $15, $16, $17, $18 }' >> "$work/runs"
+  paste -d' ' <(echo "$j $(echo "$t1 - $t0" | bc -l)") <(echo "$s0") <(echo "$s1") <(echo "$moved $rest $code $floor $xfloor $xreads $xbytes $((c1 - c0)) $((i1 - i0))") |
+    awk '{ printf "%s %s %.0f %.0f %.0f %.0f %.0f %s %s %s %s %s %s %.0f %s %s\n", $1, $2, $7 - $3, $8 - $4, $9 - $5, $10 - $6, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20 }' >> "$work/runs"
 }
 : > "$work/runs"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -111,4 +117,8 @@ echo "extent floor (O_DIRECT reads of the moved source extents, $(col 2 13 | ban
 # Pairs in run order: round r's -j 1 and -j 2 runs are rows 2r+1 and 2r+2 in some order.
 echo "speed-up time(-j 1) / time(-j 2), per pair: $(awk '{ t[$1] = $2 } NR % 2 == 0 { print t[1] / t[2] }' "$work/runs" | band 2) (goal >= 1.8)"
 echo "time(-j 2) / floor: $(paste <(col 2 2) <(col 2 11) | awk '{ print $1 / $2 }' | band 2) (goal <= 1.3)"
+hz=$(getconf CLK_TCK)
+for j in 1 2; do
+  echo "-j $j: CPUs busy (of $(nproc)) $(paste <(col "$j" 15) <(col "$j" 2) | awk -v hz="$hz" '{ print $1 / hz / $2 }' | band 2), device busy $(paste <(col "$j" 16) <(col "$j" 2) | awk '{ print 100 * $1 / 1000 / $2 }' | band 0) % of the run"
+done
 echo "time(-j 2) / extent floor: $(paste <(col 2 2) <(col 2 12) | awk '{ print $1 / $2 }' | band 2); time(-j 1) / extent floor: $(paste <(col 1 2) <(col 1 12) | awk '{ print $1 / $2 }' | band 2)"
