@@ -117,7 +117,7 @@ pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
     if s.sync_ms > 0 {
         writeln!(
             w,
-            "durable: every changed file fsynced before this report ({:.2} s of fsync)",
+            "durable: every changed file fsynced (ext4: and its journal committed) before this report ({:.2} s)",
             s.sync_ms as f64 / 1000.0
         )?;
     }
