@@ -5,17 +5,9 @@
 
 mod common;
 
-use std::os::fd::AsRawFd;
-use std::process::Command;
 
 use common::*;
 use fragkit::scratch::FsType;
-
-/// FS_IOC_SHUTDOWN = _IOR('X', 125, __u32) (include/uapi/linux/fs.h).
-const FS_IOC_SHUTDOWN: libc::c_ulong =
-    nix::request_code_read!(b'X', 125, std::mem::size_of::<u32>()) as libc::c_ulong;
-/// FS_GOING_DOWN_NOLOGFLUSH: shut down without flushing the log.
-const FS_GOING_DOWN_NOLOGFLUSH: u32 = 2;
 
 /// A scratch file system holding a.db fragmented into 16 KiB pieces. The filler that cuts
 /// free space into holes can come up short (xfs frees deleted files' blocks in the
@@ -146,34 +138,6 @@ fn every_file_survives_power_cut_after_unverified_bypass_ext4() {
         );
     }
     s.destroy().unwrap();
-}
-
-/// FS_IOC_SHUTDOWN without flushing the log, as a power failure leaves it; then unmount
-/// and mount the same device again.
-fn power_cut_and_remount(s: &fragkit::scratch::Scratch, fs: FsType) {
-    let dir = std::fs::File::open(s.mountpoint()).unwrap();
-    let mut flags = FS_GOING_DOWN_NOLOGFLUSH;
-    // SAFETY: FS_IOC_SHUTDOWN reads one u32.
-    let rc = unsafe { libc::ioctl(dir.as_raw_fd(), FS_IOC_SHUTDOWN as _, &mut flags) };
-    assert_eq!(
-        rc,
-        0,
-        "FS_IOC_SHUTDOWN: {}",
-        std::io::Error::last_os_error()
-    );
-    drop(dir);
-    let mp = s.mountpoint().to_path_buf();
-    assert!(Command::new("umount").arg(&mp).status().unwrap().success());
-    let mut mount = Command::new("mount");
-    if fs == FsType::Xfs {
-        mount.args(["-o", "nouuid"]);
-    }
-    assert!(mount
-        .arg(&s.info.loop_device)
-        .arg(&mp)
-        .status()
-        .unwrap()
-        .success());
 }
 
 /// A file whose extent tree is two levels deep (32 MiB in 16 KiB pieces: ~2048 extents,

@@ -55,6 +55,9 @@ pub fn run(args: DefragArgs) -> Result<i32> {
         force: args.force,
         allow_unsafe: args.r#unsafe,
         jobs,
+        // Ctrl-C ends the run through its normal path: moves in flight finish and are made
+        // durable, knobs are put back, the report says what was done.
+        interrupt: (!args.dry_run).then(|| crate::sys::signals::interrupt_flag(true)),
     };
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
     if !io::stderr().is_terminal() {

@@ -157,7 +157,7 @@ fn announcer(launching: bool) -> impl Fn() {
 /// Both traces end the same way: a signal, `-d SECS`, or the launched command's exit.
 fn stop_when<'a>(args: &TraceArgs, announce: &'a dyn Fn()) -> Stop<'a> {
     Stop {
-        signalled: loader::stop_on_signals(),
+        signalled: crate::sys::signals::interrupt_flag(false),
         duration: args.duration,
         on_attached: announce,
     }

@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -13,12 +13,6 @@ use crate::layout::walk;
 use crate::watch::engine::{Config, Engine};
 use crate::watch::store::Store;
 use crate::watch::{artefacts, live, prometheus, serve, Source};
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
 
 /// The database and its journal files, as the engine must ignore them.
 fn db_paths(db: &Path) -> Vec<PathBuf> {
@@ -83,11 +77,8 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     };
     let mut engine = Engine::new(cfg, store, source);
 
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
+    // glibc's signal(2), used here before, restarts system calls: so does this.
+    let stop = crate::sys::signals::interrupt_flag(true);
 
     let t0 = Instant::now();
     engine.store.begin()?;
@@ -133,11 +124,11 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let mut changed_total = 0u64;
     let mut next = start + args.interval;
     loop {
-        while Instant::now() < next && !STOP.load(Ordering::SeqCst) {
+        while Instant::now() < next && !stop.load(Ordering::SeqCst) {
             let left = next.saturating_duration_since(Instant::now());
             engine.wait_for_events(left.min(Duration::from_millis(50)))?;
         }
-        if STOP.load(Ordering::SeqCst) {
+        if stop.load(Ordering::SeqCst) {
             break;
         }
         let r = engine.run_tick()?;

@@ -49,6 +49,9 @@ pub struct DefragOptions {
     pub allow_unsafe: bool,
     /// Files defragmented at once (1: one after the other).
     pub jobs: usize,
+    /// Set by SIGINT/SIGTERM: no range starts after it; the ones in flight finish, are
+    /// made durable and verified, and the report lists the rest as interrupted.
+    pub interrupt: Option<&'static AtomicBool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -120,6 +123,9 @@ pub struct DefragSummary {
     /// placed them no better: done and not taken back, but not what was asked.
     pub ranges_moved_not_better: u64,
     pub budget_exhausted: bool,
+    /// SIGINT or SIGTERM ended the run early; the ranges not started are skipped as
+    /// `interrupted` (and counted in ranges_not_improvable: the exit status is 1).
+    pub interrupted: bool,
     /// Time spent making results durable (fsync per changed file).
     pub sync_ms: u64,
     /// How the before-checksums were read, in chunks of up to 1 MiB: from the page cache
@@ -146,6 +152,7 @@ impl DefragSummary {
         self.ranges_not_improvable += f.ranges_not_improvable;
         self.ranges_moved_not_better += f.ranges_moved_not_better;
         self.budget_exhausted |= f.budget_exhausted;
+        self.interrupted |= f.interrupted;
         self.sync_ms += f.sync_ms;
         self.checksum_chunks_cached += f.checksum_chunks_cached;
         self.checksum_chunks_readahead_again += f.checksum_chunks_readahead_again;
@@ -674,6 +681,24 @@ fn move_ranges(
         // they are hashed.
         if let Some(next) = plan.ranges.get(i + 1) {
             ctx.sums.prefetch(next.offset, next.length);
+        }
+        if opts.interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
+            summary.interrupted = true;
+            summary.ranges_skipped += 1;
+            summary.ranges_not_improvable += 1;
+            results.push(RangeResult {
+                offset: r.offset,
+                length: r.length,
+                status: "skipped",
+                reason: Some("interrupted (SIGINT/SIGTERM) before it started".into()),
+                skip: Some(SkipKind::Interrupted),
+                judged: None,
+                planned_pieces: None,
+                verified: None,
+            });
+            let done = sh.done.fetch_add(r.length, Ordering::SeqCst) + r.length;
+            (sh.progress)(done, sh.total_planned);
+            continue;
         }
         if !sh.reserve(r.length) {
             summary.budget_exhausted = true;

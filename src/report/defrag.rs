@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 
+use crate::defrag::migrate::SkipKind;
 use crate::defrag::DefragReport;
 use crate::units::{short_size, HumanBytes};
 
@@ -43,7 +44,12 @@ pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
         if let Some(why) = &f.worse {
             writeln!(w, "      WORSE: {why}")?;
         }
-        for x in f.ranges.iter().filter(|x| x.reason.is_some()) {
+        // Ranges an interruption left unstarted are counted once at the end, not listed.
+        for x in f
+            .ranges
+            .iter()
+            .filter(|x| x.reason.is_some() && x.skip != Some(SkipKind::Interrupted))
+        {
             writeln!(
                 w,
                 "      range {}+{}: {}",
@@ -131,6 +137,19 @@ pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
     }
     if s.budget_exhausted {
         writeln!(w, "--budget reached: some ranges were left for a later run")?;
+    }
+    if s.interrupted {
+        let (n, bytes) = r
+            .files
+            .iter()
+            .flat_map(|f| &f.ranges)
+            .filter(|x| x.skip == Some(SkipKind::Interrupted))
+            .fold((0u64, 0u64), |(n, b), x| (n + 1, b + x.length));
+        writeln!(
+            w,
+            "INTERRUPTED: {n} ranges ({}) not started; the moves reported above finished and are durable",
+            HumanBytes(bytes)
+        )?;
     }
     Ok(())
 }

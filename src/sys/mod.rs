@@ -19,6 +19,7 @@ pub mod inode;
 pub mod mountinfo;
 pub mod move_ext;
 pub mod pty;
+pub mod signals;
 pub mod superblock;
 pub mod tmpfile;
 pub mod tracefs;

@@ -387,27 +387,6 @@ fn spawn_traced(cmd: &mut Command, tgids: TgidBits) -> Result<Child> {
     cmd.spawn().map_err(|e| anyhow!("cannot run {shown}: {e}"))
 }
 
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SIGNALLED.store(true, Ordering::Relaxed);
-}
-
-/// Route SIGINT and SIGTERM to a flag the trace loop checks, so both end the trace through
-/// the normal return path (programs detached, profile written).
-pub fn stop_on_signals() -> &'static AtomicBool {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-    &SIGNALLED
-}
-
 #[cfg(test)]
 mod tests {
     use super::comm_words;

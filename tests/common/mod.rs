@@ -508,3 +508,37 @@ pub fn trace_block(dev: &Path, mnt: &Path, trace: &Path, script: &str) -> serde_
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap()
 }
+
+/// FS_IOC_SHUTDOWN = _IOR('X', 125, __u32) (include/uapi/linux/fs.h).
+const FS_IOC_SHUTDOWN: libc::c_ulong =
+    nix::request_code_read!(b'X', 125, std::mem::size_of::<u32>()) as libc::c_ulong;
+/// FS_GOING_DOWN_NOLOGFLUSH: shut down without flushing the log.
+const FS_GOING_DOWN_NOLOGFLUSH: u32 = 2;
+
+/// FS_IOC_SHUTDOWN without flushing the log, as a power failure leaves it; then unmount
+/// and mount the same device again.
+pub fn power_cut_and_remount(s: &Scratch, fs: FsType) {
+    let dir = std::fs::File::open(s.mountpoint()).unwrap();
+    let mut flags = FS_GOING_DOWN_NOLOGFLUSH;
+    // SAFETY: FS_IOC_SHUTDOWN reads one u32.
+    let rc = unsafe { libc::ioctl(dir.as_raw_fd(), FS_IOC_SHUTDOWN as _, &mut flags) };
+    assert_eq!(
+        rc,
+        0,
+        "FS_IOC_SHUTDOWN: {}",
+        std::io::Error::last_os_error()
+    );
+    drop(dir);
+    let mp = s.mountpoint().to_path_buf();
+    assert!(Command::new("umount").arg(&mp).status().unwrap().success());
+    let mut mount = Command::new("mount");
+    if fs == FsType::Xfs {
+        mount.args(["-o", "nouuid"]);
+    }
+    assert!(mount
+        .arg(&s.info.loop_device)
+        .arg(&mp)
+        .status()
+        .unwrap()
+        .success());
+}

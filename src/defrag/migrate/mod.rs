@@ -107,6 +107,8 @@ pub enum SkipKind {
     KeptChanging,
     /// --budget reached.
     Budget,
+    /// SIGINT or SIGTERM came before the range was started.
+    Interrupted,
 }
 
 pub trait Migrator: Sync {
