@@ -5,7 +5,6 @@
 
 mod common;
 
-
 use common::*;
 use fragkit::scratch::FsType;
 
@@ -127,16 +126,7 @@ fn every_file_survives_power_cut_after_unverified_bypass_ext4() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["summary"]["ranges_moved"].as_u64().unwrap() > 0);
     power_cut_and_remount(&s, FsType::Ext4);
-    let now = file_counts(&fp);
-    for f in report["files"].as_array().unwrap() {
-        let path = std::path::PathBuf::from(f["path"].as_str().unwrap());
-        assert_eq!(
-            now[&path].0,
-            f["fragments_after"].as_u64().unwrap(),
-            "{}: the layout defrag reported did not survive the power cut",
-            path.display()
-        );
-    }
+    assert_layouts_as_reported(&report, &fp);
     s.destroy().unwrap();
 }
 

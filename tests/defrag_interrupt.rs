@@ -84,16 +84,7 @@ fn sigint_ends_a_full_run_with_its_report_and_knobs_restored() {
     assert_eq!(std::fs::read_to_string(&knob).unwrap(), knob_before);
     // What the report calls moved is on disk: a power cut now changes nothing.
     power_cut_and_remount(&s, FsType::Ext4);
-    let now = file_counts(&fp);
-    for f in report["files"].as_array().unwrap() {
-        let path = std::path::PathBuf::from(f["path"].as_str().unwrap());
-        assert_eq!(
-            now[&path].0,
-            f["fragments_after"].as_u64().unwrap(),
-            "{}",
-            path.display()
-        );
-    }
+    assert_layouts_as_reported(&report, &fp);
     drop_caches();
     let after: Vec<u64> = before.keys().map(|p| file_hash(p)).collect();
     assert_eq!(hashes, after, "contents changed");

@@ -542,3 +542,17 @@ pub fn power_cut_and_remount(s: &Scratch, fs: FsType) {
         .unwrap()
         .success());
 }
+
+/// Every file of a defrag report has, in `dir` now, the fragments the report gave it after.
+pub fn assert_layouts_as_reported(report: &serde_json::Value, dir: &Path) {
+    let now = file_counts(dir);
+    for f in report["files"].as_array().unwrap() {
+        let path = PathBuf::from(f["path"].as_str().unwrap());
+        assert_eq!(
+            now[&path].0,
+            f["fragments_after"].as_u64().unwrap(),
+            "{}: the layout defrag reported did not survive the power cut",
+            path.display()
+        );
+    }
+}
