@@ -18,6 +18,8 @@ pub struct SysfsTunable {
     old: String,
     new: String,
     restored: bool,
+    /// Puts the old value back if SIGINT or SIGTERM ends the process first.
+    _on_signal: Option<crate::sys::signals::UndoGuard>,
 }
 
 /// ext4's tunables are the ones aging sets.
@@ -48,12 +50,15 @@ impl SysfsTunable {
         let Ok(old) = std::fs::read_to_string(&knob) else {
             return Ok(None);
         };
+        let old = old.trim().to_string();
+        let on_signal = crate::sys::signals::undo_on_signal_write(&knob, &old);
         std::fs::write(&knob, value)?;
         Ok(Some(SysfsTunable {
             path: knob,
-            old: old.trim().to_string(),
+            old,
             new: value.to_string(),
             restored: false,
+            _on_signal: on_signal,
         }))
     }
 

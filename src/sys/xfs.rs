@@ -20,6 +20,9 @@ const XFS_IOC_GET_RESBLKS: libc::c_ulong = 0x8010_5873;
 
 /// The xfs reserved block pool, emptied while held and restored on drop.
 pub struct XfsResblks {
+    /// Sets the old reserve back if SIGINT or SIGTERM ends the process first; declared
+    /// first so that it is unregistered before `file` closes.
+    _on_signal: Option<super::signals::UndoGuard>,
     file: File,
     old: u64,
 }
@@ -33,12 +36,33 @@ impl XfsResblks {
             return Err(io::Error::last_os_error());
         }
         let old = r.resblks;
+        let back = XfsFsopResblks {
+            resblks: old,
+            resblks_avail: 0,
+        };
+        // SAFETY: plain old data of the kernel's layout, viewed as bytes for the record.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (&back as *const XfsFsopResblks).cast::<u8>(),
+                std::mem::size_of::<XfsFsopResblks>(),
+            )
+        }
+        .to_vec();
+        let on_signal = super::signals::undo_on_signal_ioctl(
+            file.as_raw_fd(),
+            XFS_IOC_SET_RESBLKS as libc::c_ulong,
+            bytes,
+        );
         let mut zero = XfsFsopResblks::default();
         // SAFETY: the ioctl reads and writes one xfs_fsop_resblks.
         if unsafe { libc::ioctl(file.as_raw_fd(), XFS_IOC_SET_RESBLKS as _, &mut zero) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(XfsResblks { file, old })
+        Ok(XfsResblks {
+            _on_signal: on_signal,
+            file,
+            old,
+        })
     }
 }
 
