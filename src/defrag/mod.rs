@@ -491,10 +491,22 @@ impl Shared<'_> {
         };
         let moved = self.moved.load(Ordering::SeqCst);
         let should_take = Duration::from_secs_f64(moved as f64 / rate as f64);
-        let took = self.started.elapsed();
-        if should_take > took {
-            std::thread::sleep(should_take - took);
+        // In steps, so that an interrupt is not kept waiting behind a low rate.
+        const STEP: Duration = Duration::from_millis(50);
+        loop {
+            let took = self.started.elapsed();
+            if should_take <= took || self.interrupted() {
+                return;
+            }
+            std::thread::sleep((should_take - took).min(STEP));
         }
+    }
+
+    /// SIGINT or SIGTERM came: no further range starts.
+    fn interrupted(&self) -> bool {
+        self.opts
+            .interrupt
+            .is_some_and(|f| f.load(Ordering::SeqCst))
     }
 }
 
@@ -682,7 +694,7 @@ fn move_ranges(
         if let Some(next) = plan.ranges.get(i + 1) {
             ctx.sums.prefetch(next.offset, next.length);
         }
-        if opts.interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
+        if sh.interrupted() {
             summary.interrupted = true;
             summary.ranges_skipped += 1;
             summary.ranges_not_improvable += 1;
