@@ -218,7 +218,7 @@ impl HeldTunables {
         if self.holds(dev, KNOB) {
             return Ok(());
         }
-        let every = (blocks / 2).clamp(1, u64::from(u32::MAX));
+        let every = ext4_scan_every_free_extent(blocks);
         let what = "full mode lets ext4's allocator look at every free extent: setting /sys/fs/ext4/<dev>/mb_max_to_scan";
         let Some(t) = SysfsTunable::set_fs(path, "ext4", KNOB, &every.to_string())
             .with_context(|| format!("{}: {what} (needs root)", path.display()))?
@@ -280,6 +280,13 @@ impl HeldTunables {
             })
             .collect()
     }
+}
+
+/// The `mb_max_to_scan` that lets ext4's allocator look at every free extent of a file
+/// system of `blocks` blocks: at most one per two blocks (full mode sets it for its run;
+/// the lab gives e4defrag the same).
+pub fn ext4_scan_every_free_extent(blocks: u64) -> u64 {
+    (blocks / 2).clamp(1, u64::from(u32::MAX))
 }
 
 /// Progress events for a progress bar: bytes of planned ranges finished so far.

@@ -502,9 +502,9 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     let pick_defrag = steps::defrag_pick(&mut r, &pick_mp, traced.then_some(&*profile), &rs_arg)?;
     let full_defrag = steps::defrag_full(&mut r, &full_mp, &rs_arg)?;
     let tool_defrag = match (&plan.tool, &tool_mp) {
-        (Some((prog, leading)), Some(mp)) => {
-            Some(steps::defrag_tool(&mut r, prog, leading, mp, &names)?)
-        }
+        (Some((prog, leading)), Some(mp)) => Some(steps::defrag_tool(
+            &mut r, prog, leading, mp, &names, &mut notes,
+        )?),
         _ => None,
     };
 
