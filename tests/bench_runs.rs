@@ -52,8 +52,12 @@ fn sweep_ext4_requests_follow_frag_size_not_distance() {
             (4 << 20) / f,
             "F={f} D={d}"
         );
+        // Beyond 2%, up to 4 reads of metadata: another test's drop_caches during the pass
+        // makes the device read the inode table (one readahead request), the extent
+        // tree's index and leaf blocks and the directory again (once, in CI at 049340c+:
+        // 35 reads for S = 32 while other work dropped caches).
         assert!(
-            (r - split).abs() <= split * 0.02 + 2.0,
+            (r - split).abs() <= split * 0.02 + 4.0,
             "F={f} D={d}: device {r} reads, S(128K) {split}"
         );
         reads.insert((f, d), r);
