@@ -44,6 +44,24 @@ impl SysfsTunable {
         Self::set_knob(PathBuf::from(format!("/sys/fs/{fs}/{dev}/{name}")), value)
     }
 
+    /// Let ext4's allocator look at every free extent of `path`'s file system (`blocks`
+    /// blocks) when no group's free fragments average the length asked for: it otherwise
+    /// takes the best of the first `mb_max_to_scan` (200) free extents it meets, often one
+    /// block on aged space (docs/defrag.md). A file system has at most one free extent per
+    /// two blocks; the scan still stops at the first fit it can use. None: no such knob,
+    /// or it already scans that far (left exactly as set).
+    pub fn ext4_scan_every_free_extent(path: &Path, blocks: u64) -> io::Result<Option<Self>> {
+        let every = (blocks / 2).clamp(1, u64::from(u32::MAX));
+        let Some(t) = Self::set_fs(path, "ext4", "mb_max_to_scan", &every.to_string())? else {
+            return Ok(None);
+        };
+        if t.old().parse::<u64>().is_ok_and(|old| old >= every) {
+            t.restore()?;
+            return Ok(None);
+        }
+        Ok(Some(t))
+    }
+
     /// Set the knob file `knob` to `value`, remembering its old value; None if it does
     /// not exist.
     pub fn set_knob(knob: PathBuf, value: &str) -> io::Result<Option<SysfsTunable>> {

@@ -206,32 +206,20 @@ impl HeldTunables {
         self.0.iter().any(|(d, n, _)| *d == dev && *n == name)
     }
 
-    /// ext4's allocator, when no group's free fragments average the length asked for,
-    /// scans free extents group after group and takes the best of the first
-    /// `mb_max_to_scan` (200 by default) it finds, which on aged space is often one block:
-    /// a full-mode donor planned as 531 pieces came out in 6,108 (docs/defrag.md). Full
-    /// mode lets it look at every free extent for the run: at most one per two blocks of
-    /// the file system. The scan still stops at the first fit it can use
-    /// (`mb_min_to_scan` later), so the cost is the free extents before one that fits.
+    /// Full mode on ext4: the allocator may look at every free extent for the run, so that
+    /// donors get the free runs the GETFSMAP plan counted (a donor planned as 531 pieces
+    /// came out in 6,108 without it; docs/defrag.md).
     fn ext4_scan_every_free_extent(&mut self, dev: u64, path: &Path, blocks: u64) -> Result<()> {
         const KNOB: &str = "mb_max_to_scan";
         if self.holds(dev, KNOB) {
             return Ok(());
         }
-        let every = ext4_scan_every_free_extent(blocks);
         let what = "full mode lets ext4's allocator look at every free extent: setting /sys/fs/ext4/<dev>/mb_max_to_scan";
-        let Some(t) = SysfsTunable::set_fs(path, "ext4", KNOB, &every.to_string())
+        if let Some(t) = SysfsTunable::ext4_scan_every_free_extent(path, blocks)
             .with_context(|| format!("{}: {what} (needs root)", path.display()))?
-        else {
-            // No such knob (a kernel without it): the run goes on with the allocator as is.
-            return Ok(());
-        };
-        if t.old().parse::<u64>().is_ok_and(|old| old >= every) {
-            // Already scanning that far: leave it exactly as the administrator set it.
-            drop(t.restore());
-            return Ok(());
+        {
+            self.0.push((dev, KNOB, t));
         }
-        self.0.push((dev, KNOB, t));
         Ok(())
     }
 
@@ -280,13 +268,6 @@ impl HeldTunables {
             })
             .collect()
     }
-}
-
-/// The `mb_max_to_scan` that lets ext4's allocator look at every free extent of a file
-/// system of `blocks` blocks: at most one per two blocks (full mode sets it for its run;
-/// the lab gives e4defrag the same).
-pub fn ext4_scan_every_free_extent(blocks: u64) -> u64 {
-    (blocks / 2).clamp(1, u64::from(u32::MAX))
 }
 
 /// Progress events for a progress bar: bytes of planned ranges finished so far.

@@ -267,12 +267,12 @@ pub fn defrag_tool(
     // docs/defrag.md), set for its run and put back after.
     let _knob = if program == "e4defrag" {
         let blocks = crate::sys::fsinfo::FsInfo::of_path(mp)?.blocks;
-        let every = crate::defrag::ext4_scan_every_free_extent(blocks).to_string();
-        let knob = SysfsTunable::set_fs(mp, "ext4", "mb_max_to_scan", &every)?;
+        let knob = SysfsTunable::ext4_scan_every_free_extent(mp, blocks)?;
         if let Some(k) = &knob {
             notes.push(format!(
-                "e4defrag ran with {} at {every} (was {}), as fragkit's full mode sets it for its own run: its best setup, since both get their donors from ext4's allocator (docs/defrag.md); reproduce.sh does not set it",
+                "e4defrag ran with {} at {} (was {}), as fragkit's full mode sets it for its own run: its best setup, since both get their donors from ext4's allocator (docs/defrag.md); reproduce.sh does not set it",
                 k.knob().display(),
+                k.new_value(),
                 k.old()
             ));
         }
