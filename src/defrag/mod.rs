@@ -78,6 +78,31 @@ pub struct RangeResult {
     pub verified: Option<bool>,
 }
 
+impl RangeResult {
+    /// A range with nothing measured yet.
+    fn new(offset: u64, length: u64, status: &'static str) -> RangeResult {
+        RangeResult {
+            offset,
+            length,
+            status,
+            reason: None,
+            skip: None,
+            judged: None,
+            planned_pieces: None,
+            verified: None,
+        }
+    }
+
+    /// A range left alone, for the reason given.
+    fn skipped(offset: u64, length: u64, why: Skip) -> RangeResult {
+        RangeResult {
+            reason: Some(why.detail),
+            skip: Some(why.kind),
+            ..RangeResult::new(offset, length, "skipped")
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct FileResult {
     pub path: PathBuf,
@@ -340,16 +365,7 @@ pub fn run(
             let ranges = plan
                 .ranges
                 .iter()
-                .map(|r| RangeResult {
-                    offset: r.offset,
-                    length: r.length,
-                    status: "planned",
-                    reason: None,
-                    skip: None,
-                    judged: None,
-                    planned_pieces: None,
-                    verified: None,
-                })
+                .map(|r| RangeResult::new(r.offset, r.length, "planned"))
                 .collect();
             summary.extra_after += before.extra().saturating_sub(plan.extra_removed());
             slots.push(Some(file_result(
@@ -675,6 +691,23 @@ fn move_ranges(
     let mut checks = Vec::new();
     let mut file_moved = 0u64;
     for (i, r) in plan.ranges.iter().enumerate() {
+        // Interrupted: listed, not started, and no readahead for ranges that never will be.
+        if sh.interrupted() {
+            summary.interrupted = true;
+            summary.ranges_skipped += 1;
+            summary.ranges_not_improvable += 1;
+            results.push(RangeResult::skipped(
+                r.offset,
+                r.length,
+                Skip::new(
+                    SkipKind::Interrupted,
+                    "interrupted (SIGINT/SIGTERM) before it started",
+                ),
+            ));
+            let done = sh.done.fetch_add(r.length, Ordering::SeqCst) + r.length;
+            (sh.progress)(done, sh.total_planned);
+            continue;
+        }
         // The next range's readahead goes out now, so the device reads its fragments while
         // this range is hashed, moved and judged (the run waits on those reads: the
         // extent floor, docs/defrag.md). Its pages are order-0 and checked again before
@@ -682,36 +715,13 @@ fn move_ranges(
         if let Some(next) = plan.ranges.get(i + 1) {
             ctx.sums.prefetch(next.offset, next.length);
         }
-        if sh.interrupted() {
-            summary.interrupted = true;
-            summary.ranges_skipped += 1;
-            summary.ranges_not_improvable += 1;
-            results.push(RangeResult {
-                offset: r.offset,
-                length: r.length,
-                status: "skipped",
-                reason: Some("interrupted (SIGINT/SIGTERM) before it started".into()),
-                skip: Some(SkipKind::Interrupted),
-                judged: None,
-                planned_pieces: None,
-                verified: None,
-            });
-            let done = sh.done.fetch_add(r.length, Ordering::SeqCst) + r.length;
-            (sh.progress)(done, sh.total_planned);
-            continue;
-        }
         if !sh.reserve(r.length) {
             summary.budget_exhausted = true;
-            results.push(RangeResult {
-                offset: r.offset,
-                length: r.length,
-                status: "skipped",
-                reason: Some("--budget reached".into()),
-                skip: Some(SkipKind::Budget),
-                judged: None,
-                planned_pieces: None,
-                verified: None,
-            });
+            results.push(RangeResult::skipped(
+                r.offset,
+                r.length,
+                Skip::new(SkipKind::Budget, "--budget reached"),
+            ));
             continue;
         }
         let first = migrate_one(ctx, release, r.offset, r.length);
@@ -913,16 +923,7 @@ fn migrate_one(
     length: u64,
 ) -> (RangeResult, Option<Checked>) {
     let file = ctx.file;
-    let mut res = RangeResult {
-        offset,
-        length,
-        status: "moved",
-        reason: None,
-        skip: None,
-        judged: None,
-        planned_pieces: None,
-        verified: None,
-    };
+    let mut res = RangeResult::new(offset, length, "moved");
     let fail = |mut r: RangeResult, why: String| {
         r.status = "failed";
         r.reason = Some(why);
