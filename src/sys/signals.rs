@@ -65,6 +65,8 @@ fn register(u: Undo) -> Option<UndoGuard> {
             return Some(UndoGuard(i));
         }
     }
+    // SAFETY: `p` came from Box::into_raw above and no slot holds it.
+    drop(unsafe { Box::from_raw(p) });
     None
 }
 
