@@ -270,7 +270,7 @@ pub fn defrag_tool(
         let knob = SysfsTunable::ext4_scan_every_free_extent(mp, blocks)?;
         if let Some(k) = &knob {
             notes.push(format!(
-                "e4defrag ran with {} at {} (was {}), as fragkit's full mode sets it for its own run: its best setup, since both get their donors from ext4's allocator (docs/defrag.md); reproduce.sh does not set it",
+                "e4defrag ran with {} at {} (was {}), as fragkit's full mode sets it for its own run: its best setup, since both get their donors from ext4's allocator (docs/defrag.md); reproduce.sh sets it the same way around e4defrag",
                 k.knob().display(),
                 k.new_value(),
                 k.old()
@@ -283,6 +283,12 @@ pub fn defrag_tool(
     let (text, figures) = counted(r, mp, |r| {
         r.tool_output(program, program, &args, &out, program == "xfs_fsr")
     })?;
+    if let Some(k) = &_knob {
+        let var = mp_var(&r.variables(), mp);
+        if let Some(step) = r.steps.last_mut() {
+            step.command = with_ext4_knob(&var, "mb_max_to_scan", k.new_value(), &step.command);
+        }
+    }
     let log = r
         .steps
         .last()
@@ -341,6 +347,18 @@ fn counted(
     ))
 }
 
+/// `command` as a shell group that sets the ext4 tunable `name` of the file system mounted
+/// at `${var}` to `value` and puts the old value back after, whatever the command's exit
+/// status (which stays the group's), so reproduce.sh runs it as the lab did. The group's
+/// own statements print nothing: a redirection after it still captures only the command.
+fn with_ext4_knob(var: &str, name: &str, value: &str, command: &str) -> String {
+    format!(
+        "{{ K=/sys/fs/ext4/$(basename \"$(findmnt -no SOURCE \"${{{var}}}\")\")/{name}; \
+         OLD=$(cat \"$K\"); echo {value} > \"$K\"; RC=0; {command} || RC=$?; \
+         echo \"$OLD\" > \"$K\"; [ \"$RC\" = 0 ]; }}"
+    )
+}
+
 fn mp_var(vars: &[(String, PathBuf)], mp: &Path) -> String {
     vars.iter()
         .find(|(_, p)| p == mp)
@@ -380,4 +398,39 @@ pub fn bench_rounds(
         rounds.push(child::parse("bench read", &text)?);
     }
     Ok(rounds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_ext4_knob;
+
+    /// The group parses, sets the knob before the command, puts the old value back after
+    /// it and keeps its exit status; the sysfs path is swapped for a scratch file here.
+    #[test]
+    fn knob_group_restores_the_old_value_and_keeps_the_exit_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let knob = dir.path().join("mb_max_to_scan");
+        for (command, ok) in [
+            ("cat \"$K\" > \"$D/seen\"", true),
+            ("cat \"$K\" > \"$D/seen\"; false", false),
+        ] {
+            std::fs::write(&knob, "200\n").unwrap();
+            let group = with_ext4_knob("TOOL", "mb_max_to_scan", "65536", command).replace(
+                "K=/sys/fs/ext4/$(basename \"$(findmnt -no SOURCE \"${TOOL}\")\")/mb_max_to_scan",
+                "K=\"$D/mb_max_to_scan\"",
+            );
+            assert!(group.contains("K=\"$D/mb_max_to_scan\""), "{group}");
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("set -e; {group}"))
+                .env("D", dir.path())
+                .status()
+                .unwrap();
+            assert_eq!(status.success(), ok, "{command}");
+            let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
+            assert_eq!(seen.trim(), "65536", "the command saw the new value");
+            let after = std::fs::read_to_string(&knob).unwrap();
+            assert_eq!(after.trim(), "200", "the old value is back");
+        }
+    }
 }
