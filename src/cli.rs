@@ -283,8 +283,8 @@ pub struct DefragArgs {
     /// Allow the non-crash-safe rewrite method
     #[arg(long = "unsafe")]
     pub r#unsafe: bool,
-    /// Files defragmented at once [default: 1: files moved at once compete for the same
-    /// free runs and leave more pieces on an aged file system; see docs/defrag.md]
+    /// Files defragmented at once [default: the number of CPUs for pick and bypass; 1 for
+    /// full mode, which places files by a free-space plan, and for --method rewrite]
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]

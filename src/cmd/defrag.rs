@@ -34,10 +34,18 @@ pub fn run(args: DefragArgs) -> Result<i32> {
     let jobs = match args.jobs {
         Some(0) => bail!("-j 0: expected at least 1 (the number of files defragmented at once)"),
         Some(n) => n,
-        // One file at a time unless asked: files moved at once take turns in the same free
-        // runs and leave more pieces behind, in every mode, for about 1.1x the speed
-        // (bench/defrag-jobs-layout.sh and bench/defrag-parallel.sh; figures in
-        // docs/defrag.md). A faster run that leaves a worse layout is not the default.
+        // Pick and bypass with the safe primitive: one file per CPU. Two workers used to
+        // leave windows split (they took turns in the same free runs, and blocks their
+        // moves freed came back only at the next journal commit); a range without a whole
+        // donor now commits once and tries again, and `-j 2` leaves the layout `-j 1` does
+        // (bench/defrag-jobs-layout.sh, docs/defrag.md). Full mode places each file by a
+        // free-space plan that two workers would both count on, and the rewrite method
+        // has no such retry: one file at a time.
+        None if matches!(mode, Mode::Pick { .. } | Mode::Bypass)
+            && args.method == DefragMethod::Auto =>
+        {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
         None => 1,
     };
     let opts = DefragOptions {

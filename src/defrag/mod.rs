@@ -25,7 +25,7 @@ use crate::layout::walk::map_path;
 use crate::metrics::FileMetrics;
 use crate::scan::scan_paths;
 use crate::sys::fiemap;
-use crate::sys::fsinfo::{EXT4_MAGIC, F2FS_MAGIC};
+use crate::sys::fsinfo::{EXT4_MAGIC, F2FS_MAGIC, XFS_MAGIC};
 use judge::Judgement;
 use migrate::{Goal, Method, RangeOutcome, Skip, SkipKind, Target};
 use plan::{Mode, SkippedRange};
@@ -153,6 +153,9 @@ pub struct DefragSummary {
     pub interrupted: bool,
     /// Time spent making results durable (fsync per changed file).
     pub sync_ms: u64,
+    /// Commits (syncfs) asked for so that windows without a whole donor could be tried
+    /// again with the blocks earlier moves freed (ext4, xfs; pick and bypass).
+    pub commits_for_space: u64,
     /// How the before-checksums were read, in chunks of up to 1 MiB: from the page cache
     /// after readahead (the source read from the device once), after a second readahead
     /// (pages gone before the read), or with O_DIRECT (still not cached).
@@ -413,6 +416,9 @@ pub fn run(
         progress,
         committed: AtomicU64::new(0),
         moved: AtomicU64::new(0),
+        // Blocks freed just before the run may be uncommitted too: the first need commits.
+        uncommitted_frees: Mutex::new((1, 1)),
+        commits_for_space: AtomicU64::new(0),
         done: AtomicU64::new(0),
         stop: AtomicBool::new(false),
     };
@@ -425,6 +431,7 @@ pub fn run(
         slots[job.slot] = Some(result);
     }
     let files: Vec<FileResult> = slots.into_iter().flatten().collect();
+    summary.commits_for_space = shared.commits_for_space.load(Ordering::SeqCst);
     summary.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(DefragReport {
         version: 1,
@@ -439,6 +446,22 @@ pub fn run(
         summary,
         tunables: tunables.restore(),
     })
+}
+
+/// The run's commits for space, asked for through one file of the file system.
+struct FileSystemCommit<'a> {
+    shared: &'a Shared<'a>,
+    file: &'a File,
+}
+
+impl migrate::CommitFrees for FileSystemCommit<'_> {
+    fn commit(&self) -> bool {
+        self.shared.commit_frees(self.file)
+    }
+
+    fn helped(&self, whole: bool) {
+        self.shared.commit_helped(whole);
+    }
 }
 
 /// One file with ranges to move, and its place in the report.
@@ -461,6 +484,14 @@ struct Shared<'a> {
     committed: AtomicU64,
     /// Bytes moved (for --max-rate).
     moved: AtomicU64,
+    /// Bytes moved since the last commit this run asked for (the old blocks they left are
+    /// free only once the journal, ext4, or log, xfs, commits) and how many there must be
+    /// before the next: 1 at first and after a commit that helped, doubled after one that
+    /// did not (free space with no whole run left would otherwise commit for every
+    /// window). Its lock also keeps two workers from committing at once.
+    uncommitted_frees: Mutex<(u64, u64)>,
+    /// Commits [`Shared::commit_frees`] made.
+    commits_for_space: AtomicU64,
     /// Bytes of planned ranges finished (for progress).
     done: AtomicU64,
     /// A fatal error: workers take no further file.
@@ -486,6 +517,44 @@ impl Shared<'_> {
             self.committed.fetch_sub(reserved - moved, Ordering::SeqCst);
         }
         self.moved.fetch_add(moved, Ordering::SeqCst);
+        self.uncommitted_frees
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0 += moved;
+    }
+
+    /// Commit the file system of `file` (syncfs) if moves since the last commit left
+    /// enough old blocks that only a commit makes allocatable; whether it did. ext4 hands
+    /// blocks freed in the running transaction back to mballoc at commit (xfs keeps them
+    /// busy until the log commits), so a range that found no whole donor may find one
+    /// after it.
+    fn commit_frees(&self, file: &File) -> bool {
+        let mut state = self
+            .uncommitted_frees
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (uncommitted, needed) = *state;
+        if uncommitted == 0 || uncommitted < needed {
+            return false;
+        }
+        state.0 = 0;
+        let done = nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(file)).is_ok();
+        if done {
+            self.commits_for_space.fetch_add(1, Ordering::SeqCst);
+            // Until told it helped, the next commit waits for twice as many freed bytes.
+            state.1 = uncommitted.max(needed).saturating_mul(2);
+        }
+        done
+    }
+
+    /// The attempt after a commit found a whole donor: commit again at the next need.
+    fn commit_helped(&self, whole: bool) {
+        if whole {
+            self.uncommitted_frees
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .1 = 1;
+        }
     }
 
     /// Sleep until the run's average rate is back under --max-rate (all workers together).
@@ -584,6 +653,10 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         }
     };
     let migrator = migrate::for_fs(entry.file.fs.magic, opts.method, opts.unshare)?;
+    let commit_frees = FileSystemCommit {
+        shared: sh,
+        file: &file,
+    };
     let ctx = MoveCtx {
         path,
         migrator: &*migrator,
@@ -594,6 +667,9 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         request_size: opts.request_size,
         verify: opts.verify,
         plan_free_space: matches!(opts.mode, Mode::Full),
+        commit_frees: (matches!(entry.file.fs.magic, EXT4_MAGIC | XFS_MAGIC)
+            && opts.method == Method::Auto)
+            .then_some(&commit_frees),
         sums: verify::Sums::new(&file),
     };
     // Donors are closed on a helper thread (the other CPU): closing one evicts its inode,
@@ -878,6 +954,9 @@ struct MoveCtx<'a> {
     verify: bool,
     /// Full mode: plan the pieces from GETFSMAP's free space first (ext4, xfs).
     plan_free_space: bool,
+    /// Where a commit returns freed blocks to the allocator (ext4, xfs): a range without a
+    /// whole donor gets one more attempt after one.
+    commit_frees: Option<&'a dyn migrate::CommitFrees>,
     /// The file's readahead and checksums (its O_DIRECT descriptor opened once).
     sums: verify::Sums<'a>,
 }
@@ -984,6 +1063,7 @@ fn migrate_one(
         request_size: ctx.request_size,
         pieces: pieces.as_deref(),
         release: Some(release),
+        commit_frees: ctx.commit_frees,
     };
     movelog::begin(ctx.path, offset, length);
     let outcome = ctx.migrator.migrate(&target, offset, length);

@@ -42,6 +42,19 @@ pub struct Target<'a> {
     /// it now holds (the inode's eviction truncates them), which the caller may do off the
     /// moving thread. None: dropped here.
     pub release: Option<&'a (dyn Fn(File) + Sync)>,
+    /// Commits the file system so that blocks freed since the last commit can be
+    /// allocated (ext4 gives them back at journal commit, xfs keeps them busy until the log
+    /// commits). None: no such step here.
+    pub commit_frees: Option<&'a dyn CommitFrees>,
+}
+
+/// A commit that may give freed blocks back to the allocator, asked for when a range found
+/// no whole donor.
+pub trait CommitFrees: Sync {
+    /// Commit now if it may help; whether a commit was made.
+    fn commit(&self) -> bool;
+    /// Whether the attempt after that commit found a whole donor.
+    fn helped(&self, whole: bool);
 }
 
 impl Target<'_> {
@@ -201,8 +214,22 @@ pub fn donor_for(
     let mut tried: Vec<(Judgement, File)> = Vec::new();
     // A planned layout gets one attempt per plan: holding a donor would take the very
     // runs the plan counted on.
-    let tries = if t.pieces.is_some() { 1 } else { DONOR_TRIES };
-    for attempt in 0..tries {
+    let mut tries = if t.pieces.is_some() { 1 } else { DONOR_TRIES };
+    let mut attempt = 0;
+    loop {
+        if attempt == tries {
+            // No whole donor in free space as the allocator sees it; blocks that earlier
+            // moves (or deletions just before the run) freed come back only with a commit.
+            // One more attempt after one (two workers ran out of whole runs this way:
+            // docs/defrag.md).
+            match t.commit_frees {
+                Some(c) if t.pieces.is_none() && tries == DONOR_TRIES && c.commit() => tries += 1,
+                _ => break,
+            }
+        }
+        let after_commit = attempt == DONOR_TRIES;
+        attempt += 1;
+        let attempt = attempt - 1;
         let donor = temp_file_in(t.dir)?;
         let mut at = offset;
         let steps = donor_steps(t.pieces, t.goal, t.block_size, offset, length, attempt);
@@ -236,6 +263,11 @@ pub fn donor_for(
         let frags = fragments_in(&extents, offset, length, t.block_size);
         let whole = frags.len() == 1
             || matches!(t.goal, Goal::WholeWindows(r) if crate::metrics::split_window_list(&frags, r).is_empty());
+        if after_commit {
+            if let Some(c) = t.commit_frees {
+                c.helped(whole);
+            }
+        }
         if whole && j.better() {
             return Ok(Ok((donor, j, tried.into_iter().map(|(_, f)| f).collect())));
         }
