@@ -127,6 +127,13 @@ pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
             s.sync_ms as f64 / 1000.0
         )?;
     }
+    if s.commits_for_space > 0 {
+        writeln!(
+            w,
+            "space: committed the file system {} time(s) so that blocks freed by earlier moves could hold ranges that found no whole free run",
+            s.commits_for_space
+        )?;
+    }
     if s.checksum_chunks_direct > 0 {
         writeln!(
             w,
