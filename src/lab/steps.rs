@@ -265,7 +265,7 @@ pub fn defrag_tool(
     // mb_max_to_scan, its best setup (with the default 200 it left 4,188-14,173 extents of
     // ~17,000 per file on the comparison image, with the raised value 223-596;
     // docs/defrag.md), set for its run and put back after.
-    let _knob = if program == "e4defrag" {
+    let knob = if program == "e4defrag" {
         let blocks = crate::sys::fsinfo::FsInfo::of_path(mp)?.blocks;
         let knob = SysfsTunable::ext4_scan_every_free_extent(mp, blocks)?;
         if let Some(k) = &knob {
@@ -283,7 +283,7 @@ pub fn defrag_tool(
     let (text, figures) = counted(r, mp, |r| {
         r.tool_output(program, program, &args, &out, program == "xfs_fsr")
     })?;
-    if let Some(k) = &_knob {
+    if let Some(k) = &knob {
         let var = mp_var(&r.variables(), mp);
         if let Some(step) = r.steps.last_mut() {
             step.command = with_ext4_knob(&var, "mb_max_to_scan", k.new_value(), &step.command);

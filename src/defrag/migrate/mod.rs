@@ -228,8 +228,6 @@ pub fn donor_for(
             }
         }
         let after_commit = attempt == DONOR_TRIES;
-        attempt += 1;
-        let attempt = attempt - 1;
         let donor = temp_file_in(t.dir)?;
         let mut at = offset;
         let steps = donor_steps(t.pieces, t.goal, t.block_size, offset, length, attempt);
@@ -272,6 +270,7 @@ pub fn donor_for(
             return Ok(Ok((donor, j, tried.into_iter().map(|(_, f)| f).collect())));
         }
         tried.push((j, donor));
+        attempt += 1;
     }
     let best =
         (0..tried.len()).min_by_key(|&i| (tried[i].0.split_after, tried[i].0.fragments_after));
