@@ -25,7 +25,7 @@ use crate::layout::walk::map_path;
 use crate::metrics::FileMetrics;
 use crate::scan::scan_paths;
 use crate::sys::fiemap;
-use crate::sys::fsinfo::{EXT4_MAGIC, F2FS_MAGIC, XFS_MAGIC};
+use crate::sys::fsinfo::{EXT4_MAGIC, F2FS_MAGIC};
 use judge::Judgement;
 use migrate::{Goal, Method, RangeOutcome, Skip, SkipKind, Target};
 use plan::{Mode, SkippedRange};
@@ -417,7 +417,8 @@ pub fn run(
         committed: AtomicU64::new(0),
         moved: AtomicU64::new(0),
         // Blocks freed just before the run may be uncommitted too: the first need commits.
-        uncommitted_frees: Mutex::new((1, 1)),
+        uncommitted_frees: AtomicU64::new(1),
+        commit_after: Mutex::new(1),
         commits_for_space: AtomicU64::new(0),
         done: AtomicU64::new(0),
         stop: AtomicBool::new(false),
@@ -484,12 +485,14 @@ struct Shared<'a> {
     committed: AtomicU64,
     /// Bytes moved (for --max-rate).
     moved: AtomicU64,
-    /// Bytes moved since the last commit this run asked for (the old blocks they left are
-    /// free only once the journal, ext4, or log, xfs, commits) and how many there must be
-    /// before the next: 1 at first and after a commit that helped, doubled after one that
-    /// did not (free space with no whole run left would otherwise commit for every
-    /// window). Its lock also keeps two workers from committing at once.
-    uncommitted_frees: Mutex<(u64, u64)>,
+    /// Bytes moved since the last commit this run asked for: the old blocks they left are
+    /// free only once the journal (ext4) or log (xfs) commits.
+    uncommitted_frees: AtomicU64,
+    /// How many such bytes the next commit waits for: 1 at first and after a commit that
+    /// helped, doubled after one that did not (free space with no whole run left would
+    /// otherwise commit for every window). Its lock keeps two workers from committing at
+    /// once, and only they wait on it: a worker finishing a move does not.
+    commit_after: Mutex<u64>,
     /// Commits [`Shared::commit_frees`] made.
     commits_for_space: AtomicU64,
     /// Bytes of planned ranges finished (for progress).
@@ -517,10 +520,13 @@ impl Shared<'_> {
             self.committed.fetch_sub(reserved - moved, Ordering::SeqCst);
         }
         self.moved.fetch_add(moved, Ordering::SeqCst);
-        self.uncommitted_frees
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .0 += moved;
+        self.uncommitted_frees.fetch_add(moved, Ordering::SeqCst);
+    }
+
+    /// A planned range is finished (moved, skipped or failed): progress moves on.
+    fn advance(&self, length: u64) {
+        let done = self.done.fetch_add(length, Ordering::SeqCst) + length;
+        (self.progress)(done, self.total_planned);
     }
 
     /// Commit the file system of `file` (syncfs) if moves since the last commit left
@@ -529,20 +535,19 @@ impl Shared<'_> {
     /// busy until the log commits), so a range that found no whole donor may find one
     /// after it.
     fn commit_frees(&self, file: &File) -> bool {
-        let mut state = self
-            .uncommitted_frees
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let (uncommitted, needed) = *state;
-        if uncommitted == 0 || uncommitted < needed {
+        let mut needed = self.commit_after.lock().unwrap_or_else(|e| e.into_inner());
+        let uncommitted = self.uncommitted_frees.load(Ordering::SeqCst);
+        if uncommitted == 0 || uncommitted < *needed {
             return false;
         }
-        state.0 = 0;
+        // Moves that finish during the commit count towards the next one.
+        self.uncommitted_frees
+            .fetch_sub(uncommitted, Ordering::SeqCst);
         let done = nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(file)).is_ok();
         if done {
             self.commits_for_space.fetch_add(1, Ordering::SeqCst);
             // Until told it helped, the next commit waits for twice as many freed bytes.
-            state.1 = uncommitted.max(needed).saturating_mul(2);
+            *needed = uncommitted.max(*needed).saturating_mul(2);
         }
         done
     }
@@ -550,10 +555,7 @@ impl Shared<'_> {
     /// The attempt after a commit found a whole donor: commit again at the next need.
     fn commit_helped(&self, whole: bool) {
         if whole {
-            self.uncommitted_frees
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .1 = 1;
+            *self.commit_after.lock().unwrap_or_else(|e| e.into_inner()) = 1;
         }
     }
 
@@ -667,9 +669,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         request_size: opts.request_size,
         verify: opts.verify,
         plan_free_space: matches!(opts.mode, Mode::Full),
-        commit_frees: (matches!(entry.file.fs.magic, EXT4_MAGIC | XFS_MAGIC)
-            && opts.method == Method::Auto)
-            .then_some(&commit_frees),
+        commit_frees: &commit_frees,
         sums: verify::Sums::new(&file),
     };
     // Donors are closed on a helper thread (the other CPU): closing one evicts its inode,
@@ -780,8 +780,7 @@ fn move_ranges(
                     "interrupted (SIGINT/SIGTERM) before it started",
                 ),
             ));
-            let done = sh.done.fetch_add(r.length, Ordering::SeqCst) + r.length;
-            (sh.progress)(done, sh.total_planned);
+            sh.advance(r.length);
             continue;
         }
         // The next range's readahead goes out now, so the device reads its fragments while
@@ -839,8 +838,7 @@ fn move_ranges(
         }
         file_moved += range_moved;
         sh.settle(r.length, range_moved);
-        let done = sh.done.fetch_add(r.length, Ordering::SeqCst) + r.length;
-        (sh.progress)(done, sh.total_planned);
+        sh.advance(r.length);
         sh.pace();
     }
     (results, checks, file_moved)
@@ -954,9 +952,9 @@ struct MoveCtx<'a> {
     verify: bool,
     /// Full mode: plan the pieces from GETFSMAP's free space first (ext4, xfs).
     plan_free_space: bool,
-    /// Where a commit returns freed blocks to the allocator (ext4, xfs): a range without a
-    /// whole donor gets one more attempt after one.
-    commit_frees: Option<&'a dyn migrate::CommitFrees>,
+    /// The run's commits for space: a range without a whole donor gets one more attempt
+    /// after one (where donors are used: ext4's MOVE_EXT and xfs's staging file).
+    commit_frees: &'a dyn migrate::CommitFrees,
     /// The file's readahead and checksums (its O_DIRECT descriptor opened once).
     sums: verify::Sums<'a>,
 }

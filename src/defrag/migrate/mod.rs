@@ -44,8 +44,9 @@ pub struct Target<'a> {
     pub release: Option<&'a (dyn Fn(File) + Sync)>,
     /// Commits the file system so that blocks freed since the last commit can be
     /// allocated (ext4 gives them back at journal commit, xfs keeps them busy until the log
-    /// commits). None: no such step here.
-    pub commit_frees: Option<&'a dyn CommitFrees>,
+    /// commits); [`donor_for`] asks when no attempt came back whole (never for a planned
+    /// layout, which gets one attempt).
+    pub commit_frees: &'a dyn CommitFrees,
 }
 
 /// A commit that may give freed blocks back to the allocator, asked for when a range found
@@ -222,9 +223,10 @@ pub fn donor_for(
             // moves (or deletions just before the run) freed come back only with a commit.
             // One more attempt after one (two workers ran out of whole runs this way:
             // docs/defrag.md).
-            match t.commit_frees {
-                Some(c) if t.pieces.is_none() && tries == DONOR_TRIES && c.commit() => tries += 1,
-                _ => break,
+            if tries == DONOR_TRIES && t.commit_frees.commit() {
+                tries += 1;
+            } else {
+                break;
             }
         }
         let after_commit = attempt == DONOR_TRIES;
@@ -262,9 +264,7 @@ pub fn donor_for(
         let whole = frags.len() == 1
             || matches!(t.goal, Goal::WholeWindows(r) if crate::metrics::split_window_list(&frags, r).is_empty());
         if after_commit {
-            if let Some(c) = t.commit_frees {
-                c.helped(whole);
-            }
+            t.commit_frees.helped(whole);
         }
         if whole && j.better() {
             return Ok(Ok((donor, j, tried.into_iter().map(|(_, f)| f).collect())));
