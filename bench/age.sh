@@ -4,6 +4,9 @@
 # threads, end_fsync) on the same scratch file system, in one run. Prints the ratio.
 # Goal: age paf >= 80% of fio. Needs root (scratch file systems) and fio (scripts/install-deps).
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 # Pairs: ROUNDS rounds (default 7), alternating which tool goes first; the figure is the
 # median of the per-round ratios with min..max. Each run's bytes written to the device

@@ -18,6 +18,9 @@
 # Usage: bench/block-trace-rate.sh [RATE] [SECONDS]
 #   env: DEVICE=zram|shm  PAIRS=N (default 1)  JOBS  QD  DIO
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 [[ $(id -u) -eq 0 ]] || { echo "bench/block-trace-rate.sh: needs root" >&2; exit 1; }
@@ -61,7 +64,7 @@ zram_unusable() {
     if grep -q '^/dev/zram0 ' /proc/swaps; then echo "/dev/zram0 is swap"; return; fi
     if grep -q '^/dev/zram0 ' /proc/mounts; then echo "/dev/zram0 is mounted"; return; fi
     if [[ -n $(ls /sys/block/zram0/holders 2>/dev/null) ]]; then echo "/dev/zram0 is held by $(ls /sys/block/zram0/holders)"; return; fi
-    if losetup -j /dev/zram0 | grep -q .; then echo "/dev/zram0 is backing a loop device already"; return; fi
+    if [[ -n $(losetup -j /dev/zram0) ]]; then echo "/dev/zram0 is backing a loop device already"; return; fi
 }
 
 if [[ $DEVICE == zram ]]; then

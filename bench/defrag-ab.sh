@@ -11,6 +11,9 @@
 #   bench/fragpicker-compare.sh for it. IMAGE_DIR (default /dev/shm) holds the image.
 # Timing: run it as `flock /work/bench.lock nice -n -15 ionice -c1 bench/defrag-ab.sh ...`.
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
 source bench/lib.sh # band, fp_aged_image

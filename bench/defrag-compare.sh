@@ -11,6 +11,9 @@
 # figures of round 0 (the device counts them; they do not vary with load).
 # Usage (root): bench/defrag-compare.sh [ext4|xfs|btrfs] [FILE_MIB] [FRAG_KIB] [ROUNDS]
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 fs=${1:-ext4}; file_mib=${2:-128}; frag_kib=${3:-16}; rounds=${4:-5}
 [[ $rounds =~ ^[0-9]+$ && $rounds -ge 1 ]] || { echo "bench/defrag-compare.sh: ROUNDS: expected a number >= 1, got '$rounds'" >&2; exit 2; }
@@ -140,8 +143,8 @@ for wl in seqread strideread sequpdate strideupdate; do
   done
   for m in "${methods[@]}"; do
     col() { awk -v w="$wl" -v m="$m" -v c="$1" '$1 == w && $2 == m { print $c }' "$work/cells"; }
-    printf "%-13s %-10s %10.1f %-26s %11d %-26s %s\n" "$wl" "$m" "$(col 3 | head -1 | awk '{ print $1 / 1e6 }')" \
-      "$(col 4 | band 2)" "$(col 5 | head -1)" "$(col 6 | band 1)" "$(col 7 | band 1)"
+    printf "%-13s %-10s %10.1f %-26s %11d %-26s %s\n" "$wl" "$m" "$(col 3 | sed -n 1p | awk '{ print $1 / 1e6 }')" \
+      "$(col 4 | band 2)" "$(col 5 | sed -n 1p)" "$(col 6 | band 1)" "$(col 7 | band 1)"
   done
 done
 echo "floor: full and conv rewrite the whole file, so their defrag_MB cannot go below $((file_mib * 1048576 / 1000000)) MB; the MB/s ceiling (a contiguous read of the device) is not measured here"

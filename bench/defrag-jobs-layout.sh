@@ -10,6 +10,9 @@
 # improvable and device reads.
 # Usage (root): bench/defrag-jobs-layout.sh [PAIRS]   (default 7)
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
 source bench/lib.sh # defrag_bench_begin, fp_aged_image, first_of

@@ -22,6 +22,9 @@
 # Usage (root): bench/defrag-parallel.sh [ext4|xfs|btrfs] [PAIRS] [FILES] [FILE_MIB] [FS_MIB]
 # Timing runs should hold the bench lock: flock /work/bench.lock nice -n -15 ionice -c1 ...
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 fs=${1:-ext4}; pairs=${2:-7}; files=${3:-16}; file_mib=${4:-4}; fs_mib=${5:-512}
 for v in pairs files file_mib fs_mib; do

@@ -32,6 +32,9 @@
 #
 # Needs root (scratch file system).
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 if [[ $(id -u) -ne 0 ]]; then
   echo "bench/fio-parity.sh: needs root (scratch file system on a loop device)" >&2

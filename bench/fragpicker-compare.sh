@@ -33,6 +33,9 @@
 #   holds the aged image (kept as fragpicker-aged.img and reused when present).
 # Timing: run it as `flock /work/bench.lock nice -n -15 ionice -c1 bench/fragpicker-compare.sh`.
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 if [[ -z ${FRAGKIT_FP_NS:-} ]]; then
   [[ $(id -u) -eq 0 ]] || { echo "bench/fragpicker-compare.sh: needs root (loop devices, MOVE_EXT)" >&2; exit 1; }
@@ -79,7 +82,7 @@ fp_aged_image "$image" "$fk"
 attach "$image" ro,noload
 files=$(find "$mnt/work" -type f | sort | tr '\n' ' ')
 (cd "$mnt/work" && sha256sum -- *) > "$work/sums"
-size_each=$(stat -c %s $files | head -1)
+size_each=$(stat -c %s $files | sed -n 1p)
 extents_before=$($fk scan --format csv $files | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "fragments") c = i; next } { s += $c } END { print s }')
 detach
 echo "aged image: $image; 4 files of $size_each bytes, $extents_before fragments in all" >&2
@@ -190,9 +193,9 @@ for mode in $modes; do
     col() { awk -v m="$mode" -v t="$t" -v c="$1" '$1 == m && $2 == t { print $c }' "$work/rows"; }
     [[ -n $(col 3) ]] || continue
     # Device counts must agree across rounds; print round 0 and flag any spread.
-    spread() { local a b; a=$(col "$1" | sort -g | head -1); b=$(col "$1" | sort -g | tail -1); [[ $a == "$b" ]] && echo "$a" || echo "$a..$b"; }
+    spread() { local a b; a=$(col "$1" | sort -g | sed -n 1p); b=$(col "$1" | sort -g | tail -1); [[ $a == "$b" ]] && echo "$a" || echo "$a..$b"; }
     printf "%-8s %-10s %-24s %10.1f %8s %10.1f %8s %9s %11s %10s %s\n" "$mode" "$t" "$(col 3 | band 2)" \
-      "$(col 4 | head -1 | awk '{print $1 / 1e6}')" "$(spread 5)" "$(col 7 | head -1 | awk '{print $1 / 1e6}')" "$(spread 6)" \
+      "$(col 4 | sed -n 1p | awk '{print $1 / 1e6}')" "$(spread 5)" "$(col 7 | sed -n 1p | awk '{print $1 / 1e6}')" "$(spread 6)" \
       "$(spread 9)" "$(spread 10)" "$(spread 11)" "$(col 12 | sort -u | tr '\n' ' ')"
   done
   # Per-round ratio fragkit / FragPicker (rounds are paired in order).

@@ -7,6 +7,9 @@
 #   FS="ext4" F="12K" D="1M" bench/layout-grid.sh
 #   SIZE=8M (the file, bench sweep's default)  SCRATCH=3G (holds the widest span, 2048 × 1 MiB)
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 FRAGKIT=${FRAGKIT:-target/release/fragkit}
 FS=${FS:-ext4 xfs btrfs}

@@ -12,6 +12,9 @@
 # mapping files and drawing. The machine may be shared: the load average is printed.
 # Needs root. Usage: bench/map.sh [FILES] [SIZE] [ROUNDS]   (defaults 50000 1G 7)
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 files=${1:-50000}
 size=${2:-1G}

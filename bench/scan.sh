@@ -17,6 +17,9 @@
 # Usage (root): bench/scan.sh [ROUNDS]   (default 7)
 #   SCAN_TREE=DIR  reuse a tree this script built before (it prints how to keep one)
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 rounds=${1:-7}
 [[ $(id -u) -eq 0 ]] || { echo "bench/scan.sh: needs root (loop device, nice -n -15)" >&2; exit 1; }

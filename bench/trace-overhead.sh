@@ -23,6 +23,9 @@
 # compared in the same rounds.
 # Needs root. Usage: [OTHER=FRAGKIT] bench/trace-overhead.sh [PREAD_CALLS] [DIRECT_CALLS] [ROUNDS]
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 [[ $(id -u) -eq 0 ]] || { echo "bench/trace-overhead.sh: needs root (eBPF, loop devices)" >&2; exit 1; }
 PREAD_CALLS=${1:-300000}

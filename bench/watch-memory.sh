@@ -5,6 +5,9 @@
 #
 #   bench/watch-memory.sh [N]
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 if [[ $(id -u) -ne 0 ]]; then

@@ -22,6 +22,9 @@
 # Needs root (scratch file system) and rocksdb-tools, redis-server, redis-tools, sqlite3
 # (scripts/install-deps). Redis listens on 127.0.0.1 only.
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 

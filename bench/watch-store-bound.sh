@@ -8,6 +8,9 @@
 #
 #   bench/watch-store-bound.sh [F] [D] [E]      (default: 100000 1000 10)
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 F=${1:-100000}
 D=${2:-1000}

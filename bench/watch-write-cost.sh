@@ -24,6 +24,9 @@
 #
 # FRAGKIT=/path/to/fragkit uses that binary instead of building this tree. Needs root.
 set -euo pipefail
+# One line naming what failed, instead of a silent exit.
+set -E
+trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 ROUNDS=${1:-9}
