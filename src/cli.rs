@@ -8,6 +8,92 @@ use crate::age::hypothetical::{HypotheticalLayout, HypotheticalMode, Hypothetica
 use crate::scratch::FsType;
 use crate::units;
 
+/// Defines a clap value enum that mirrors a domain enum variant for variant, so clap stays
+/// in this file: the argument keeps the domain type and is parsed through `$arg::parser()`;
+/// the variants' doc comments are the help text of the values.
+macro_rules! value_enum_for {
+    ($(#[$m:meta])* $arg:ident => $domain:ty { $($(#[$vm:meta])* $v:ident),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+        pub enum $arg {
+            $($(#[$vm])* $v),*
+        }
+
+        impl From<$arg> for $domain {
+            fn from(a: $arg) -> Self {
+                match a {
+                    $($arg::$v => <$domain>::$v),*
+                }
+            }
+        }
+
+        impl $arg {
+            fn parser() -> impl clap::builder::TypedValueParser<Value = $domain> {
+                use clap::builder::TypedValueParser;
+                clap::builder::EnumValueParser::<$arg>::new().map(<$domain>::from)
+            }
+        }
+    };
+}
+
+value_enum_for! {
+    /// `--fs`: the file systems fragkit builds scratch images of.
+    FsArg => FsType { Ext4, Xfs, Btrfs, F2fs }
+}
+
+value_enum_for! {
+    /// `age hypothetical --mode`: how the chunks are written.
+    ModeArg => HypotheticalMode { Append, Overwrite }
+}
+
+value_enum_for! {
+    /// `age hypothetical --pattern`: where the dummy writes between chunks put the next chunk.
+    PatternArg => HypotheticalPattern {
+        /// Dummy of S-G after each chunk: every chunk lands on the same die
+        Worst,
+        /// Dummy of a random multiple of G (1..32)
+        Random,
+        /// Dummy of S: chunks stay die-aligned
+        Aligned,
+    }
+}
+
+value_enum_for! {
+    /// `age hypothetical --layout`: how faithfully the workload follows the artifact.
+    LayoutArg => HypotheticalLayout {
+        /// The artifact's program: O_APPEND target, dummies beside it, thread not pinned
+        Artifact,
+        /// Dummies in a subdirectory, writer pinned to one CPU: every gap is the dummy
+        Ideal,
+    }
+}
+
+value_enum_for! {
+    /// `watch --events`: which kernel interface reports changes.
+    EventsArg => crate::watch::EventSource {
+        /// fanotify when root, else inotify
+        Auto,
+        /// fanotify, one mark per file system (needs root)
+        Fanotify,
+        /// inotify, one watch per directory
+        Inotify,
+    }
+}
+
+value_enum_for! {
+    /// `lab --workload`: what the lab reads from the fragmented files.
+    WorkloadArg => crate::lab::Workload {
+        /// Whole files read front to back in 128 KiB O_DIRECT requests (FragPicker's sequential read)
+        Seq,
+        /// 128 KiB O_DIRECT reads with 128 KiB skipped after each (FragPicker's stride read):
+        /// only half of every file is hot
+        Stride,
+        /// A database's page reads: 16 KiB O_DIRECT random reads of 16 KiB-aligned pages over
+        /// the first quarter of each file (its hot key range)
+        Db,
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "fragkit",
@@ -165,7 +251,7 @@ pub enum ScratchAction {
     /// Make an image file, attach it to a loop device, mkfs and mount it
     Create {
         /// File system type
-        #[arg(long = "fs", value_enum, default_value_t = FsType::Ext4)]
+        #[arg(long = "fs", value_parser = FsArg::parser(), default_value = "ext4")]
         fs: FsType,
         /// Size of the image (K, M, G suffixes)
         #[arg(long, default_value = "1G", value_parser = units::parse_nonzero_size)]
@@ -485,7 +571,7 @@ pub struct BenchSweepArgs {
     #[arg(long, default_value = "4K,64K,1M", value_parser = value_list)]
     pub frag_distance: ValueList,
     /// File system of the scratch fs fragkit makes (and destroys) for the sweep
-    #[arg(long, value_enum, default_value_t = FsType::Ext4)]
+    #[arg(long, value_parser = FsArg::parser(), default_value = "ext4")]
     pub fs: FsType,
     /// Size of the laid-out file
     #[arg(long, default_value = "8M", value_parser = units::parse_nonzero_size)]
@@ -526,7 +612,7 @@ pub struct BenchDofArgs {
     /// Queue depths (requests in flight) to compare
     #[arg(long, value_delimiter = ',', default_value = "1,32", value_parser = queue_depth)]
     pub qd: Vec<u32>,
-    #[arg(long, value_enum, default_value_t = FsType::Ext4)]
+    #[arg(long, value_parser = FsArg::parser(), default_value = "ext4")]
     pub fs: FsType,
     /// Reads per point (caches dropped before each)
     #[arg(long, default_value_t = 3)]
@@ -596,7 +682,7 @@ pub struct BenchPafArgs {
     /// Results CSV: rows appended as each cell finishes; cells already in it are skipped
     #[arg(long, default_value = "fragkit-paf.csv")]
     pub csv: PathBuf,
-    #[arg(long, value_enum, default_value_t = FsType::Ext4)]
+    #[arg(long, value_parser = FsArg::parser(), default_value = "ext4")]
     pub fs: FsType,
     /// Scratch image size (a fresh one per cell)
     #[arg(long, default_value = "1G", value_parser = units::parse_nonzero_size)]
@@ -924,9 +1010,9 @@ pub enum FragmentorArg {
 pub struct AgeHypotheticalArgs {
     /// The target file to create (replaced if it exists)
     pub file: PathBuf,
-    #[arg(long, value_enum, default_value_t = HypotheticalMode::Append)]
+    #[arg(long, value_parser = ModeArg::parser(), default_value = "append")]
     pub mode: HypotheticalMode,
-    #[arg(long, value_enum, default_value_t = HypotheticalPattern::Worst)]
+    #[arg(long, value_parser = PatternArg::parser(), default_value = "worst")]
     pub pattern: HypotheticalPattern,
     /// Chunk size G (the die granularity)
     #[arg(long, default_value = "32K", value_parser = units::parse_nonzero_size)]
@@ -948,7 +1034,7 @@ pub struct AgeHypotheticalArgs {
     pub keep_dummies: bool,
     /// artifact: the artifact's program (O_APPEND target, dummies beside it, thread not
     /// pinned); ideal: dummies in a subdirectory, writer pinned, every gap the dummy
-    #[arg(long, value_enum, default_value_t = HypotheticalLayout::Artifact)]
+    #[arg(long, value_parser = LayoutArg::parser(), default_value = "artifact")]
     pub layout: HypotheticalLayout,
     /// The artifact's pseudo approach: pad every dummy to a multiple of the stripe S so
     /// each chunk starts on the next die (FAST'24 Fig. 11)
@@ -1153,7 +1239,7 @@ pub struct WatchArgs {
     #[arg(long = "request-size", short = 'r', value_name = "R", default_value = "128K", value_parser = request_size)]
     pub request_size: u64,
     /// Kernel interface for change events
-    #[arg(long, value_enum, default_value_t = crate::watch::EventSource::Auto)]
+    #[arg(long, value_parser = EventsArg::parser(), default_value = "auto")]
     pub events: crate::watch::EventSource,
     /// Most per-file history rows kept (~61 bytes each); the oldest go first
     #[arg(long, value_name = "N", default_value_t = 4_000_000)]
@@ -1201,13 +1287,13 @@ pub struct WatchReportArgs {
 )]
 pub struct LabArgs {
     /// File system to build and fragment
-    #[arg(long = "fs", value_enum, default_value_t = FsType::Ext4)]
+    #[arg(long = "fs", value_parser = FsArg::parser(), default_value = "ext4")]
     pub fs: FsType,
     /// Size of the scratch file system (K, M, G suffixes; at least 256M)
     #[arg(long, default_value = "2G", value_parser = units::parse_nonzero_size)]
     pub size: u64,
     /// What the application reads
-    #[arg(long, value_enum, default_value_t = crate::lab::Workload::Seq)]
+    #[arg(long, value_parser = WorkloadArg::parser(), default_value = "seq")]
     pub workload: crate::lab::Workload,
     /// Directory for report.html, report.json, maps/, data/, logs/, reproduce.sh
     #[arg(long, default_value = "fragkit-lab")]

@@ -1,25 +1,21 @@
 //! fragkit: measure, watch, reproduce, explain and fix file fragmentation on Linux.
 //!
-//! Data flows layout (what is on disk) → metrics (what it costs) → report (what to say).
+//! The binary's own layers are here: `cli` (clap definitions), `cmd` (one function per
+//! subcommand) and `report` (all printing). The engines live in the workspace's crates,
+//! re-exported under their old module names for the integration tests and the benches.
 
-pub mod age;
-pub mod bench;
+// A closed stdout or stderr must never panic a command: print through writers that
+// return errors (stdout) or `stderr_line!` (diagnostics).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod cli;
-pub mod cluster;
 pub mod cmd;
-pub mod defrag;
-pub mod freespace;
-pub mod io;
-pub mod lab;
-pub mod layout;
-pub mod metrics;
-pub mod render;
 pub mod report;
-pub mod scan;
-pub mod scratch;
-pub mod ssd;
-pub mod stats;
-pub mod sys;
-pub mod trace;
-pub mod units;
-pub mod watch;
+
+pub use fragkit_core::{freespace, io, layout, metrics, scan, scratch, ssd, stats, units};
+pub use fragkit_defrag as defrag;
+pub use fragkit_lab::{age, bench, cluster, lab};
+pub use fragkit_render as render;
+pub use fragkit_sys as sys;
+pub use fragkit_trace as trace;
+pub use fragkit_watch as watch;

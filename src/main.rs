@@ -1,3 +1,6 @@
+// A closed stdout or stderr must never panic a command: print through writers that
+// return errors (stdout) or `stderr_line!` (diagnostics).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 use clap::Parser;
 
 fn main() {
@@ -19,7 +22,7 @@ fn main() {
                         .collect();
                     let msg = first.join(" ");
                     let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
-                    eprintln!("fragkit: {msg} (see --help)");
+                    fragkit_sys::stderr_line!("fragkit: {msg} (see --help)");
                     std::process::exit(2);
                 }
             }
@@ -36,7 +39,7 @@ fn main() {
                 .downcast_ref::<fragkit::cluster::PeerFailed>()
                 .is_some_and(|p| p.quiet);
             if !quiet {
-                eprintln!("fragkit: {e:#}");
+                fragkit_sys::stderr_line!("fragkit: {e:#}");
             }
             std::process::exit(2);
         }

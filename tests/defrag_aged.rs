@@ -418,7 +418,7 @@ fn full_mode_follows_the_free_space_plan_on_ext4() {
     let fp = s.mountpoint().join("fp");
     let knob = format!(
         "/sys/fs/ext4/{}/mb_max_to_scan",
-        fragkit::age::fstune::block_device_name(&fp).unwrap()
+        fragkit::sys::tunable::block_device_name(&fp).unwrap()
     );
     let knob_before = std::fs::read_to_string(&knob).unwrap();
     let report = defrag_json(&["--mode", "full", "--format", "json", &fp.to_string_lossy()]);

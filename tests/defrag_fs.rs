@@ -270,7 +270,7 @@ fn concurrent_writer(fs: FsType) {
                 x ^= x >> 7;
                 x ^= x << 17;
                 let len = 1 + (x % 20000) as usize;
-                let off = if x % 5 == 0 {
+                let off = if x.is_multiple_of(5) {
                     model.len()
                 } else {
                     (x >> 20) as usize % model.len()

@@ -23,7 +23,7 @@ fn sigint_ends_a_full_run_with_its_report_and_knobs_restored() {
     let fp = s.mountpoint().join("fp");
     let knob = format!(
         "/sys/fs/ext4/{}/mb_max_to_scan",
-        fragkit::age::fstune::block_device_name(&fp).unwrap()
+        fragkit::sys::tunable::block_device_name(&fp).unwrap()
     );
     let knob_before = std::fs::read_to_string(&knob).unwrap();
     let before = file_counts(&fp);
@@ -113,7 +113,7 @@ fn second_sigint_ends_defrag_with_the_knob_put_back() {
     let fp = s.mountpoint().join("fp");
     let knob = format!(
         "/sys/fs/ext4/{}/mb_max_to_scan",
-        fragkit::age::fstune::block_device_name(&fp).unwrap()
+        fragkit::sys::tunable::block_device_name(&fp).unwrap()
     );
     let before = std::fs::read_to_string(&knob).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_fragkit"))

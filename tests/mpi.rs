@@ -1,3 +1,4 @@
+#![cfg(feature = "mpi")]
 //! fragkit as MPI ranks under OpenMPI's mpirun (4 ranks on this host, oversubscribed) on
 //! real scratch file systems: `age paf` reaches the spec's capacity and repeats itself
 //! with the same seed, `bench ior` writes one file per rank and prints IOR's summary, a

@@ -226,7 +226,7 @@ pub(crate) fn recorded<R: Send>(
     crate::trace::block::resolve_owners(&mut trace, &mount)?;
     std::fs::write(out, trace.to_json() + "\n")
         .map_err(|e| anyhow::anyhow!("writing the block trace to {}: {e}", out.display()))?;
-    eprintln!(
+    fragkit_sys::stderr_line!(
         "fragkit: {} block requests on {} ({} dropped); trace in {}",
         trace.requests.len(),
         trace.device,

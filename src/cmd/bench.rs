@@ -221,7 +221,7 @@ fn run_sweep(a: BenchSweepArgs) -> Result<i32> {
         BenchFormat::Csv => runs::sweep_csv(w, &report),
     })?;
     if let Some(png) = &a.plot {
-        eprintln!("plot written to {}", png.display());
+        fragkit_sys::stderr_line!("plot written to {}", png.display());
     }
     Ok(0)
 }
@@ -380,7 +380,7 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
         BenchFormat::Csv => runs::paf_csv(w, &report),
     })?;
     for p in plots {
-        eprintln!("heat map written to {}", p.display());
+        fragkit_sys::stderr_line!("heat map written to {}", p.display());
     }
     Ok(0)
 }

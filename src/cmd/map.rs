@@ -65,14 +65,14 @@ fn scan_with_progress(root: &Path, sync: bool) -> Result<ScanResult> {
         ..WalkOptions::default()
     };
     let progress = |n: u64| {
-        if n % 64 == 0 {
+        if n.is_multiple_of(64) {
             bar.set_position(n)
         }
     };
     let result = scan_roots(&[r], &opts, &[DEFAULT_REQUEST_SIZE], &progress);
     bar.finish_and_clear();
     for e in &result.errors {
-        eprintln!("fragkit: {}: {}", e.path.display(), e.message);
+        fragkit_sys::stderr_line!("fragkit: {}: {}", e.path.display(), e.message);
     }
     Ok(result)
 }

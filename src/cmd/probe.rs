@@ -85,7 +85,7 @@ fn read_spec(target: &Path, bs: u64, qd: u32) -> JobSpec {
 }
 
 fn alignment(a: ProbeAlignmentArgs) -> Result<i32> {
-    if a.step % 512 != 0 || a.max < a.step {
+    if !a.step.is_multiple_of(512) || a.max < a.step {
         bail!(
             "--step {} / --max {}: expected a step that is a multiple of 512 and a maximum of at least one step",
             a.step,
@@ -188,7 +188,7 @@ fn interface(a: ProbeInterfaceArgs) -> Result<i32> {
     let mut counts = Vec::new();
     let mut n = 1u64;
     while n <= a.max_requests {
-        if a.bytes % n == 0 && (a.bytes / n) % lbs == 0 {
+        if a.bytes.is_multiple_of(n) && (a.bytes / n).is_multiple_of(lbs) {
             counts.push(n);
         }
         n *= 2;

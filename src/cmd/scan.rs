@@ -221,7 +221,7 @@ pub fn run(args: ScanArgs) -> Result<i32> {
             return Err(e);
         }
         for e in &errors {
-            eprintln!("fragkit: {}: {}", e.path.display(), e.message);
+            fragkit_sys::stderr_line!("fragkit: {}: {}", e.path.display(), e.message);
         }
         let worst = std::mem::replace(&mut worst, TopN::new(0, worst_first)).into_sorted();
         let model_worst =

@@ -56,7 +56,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let mut on_event = |e: &loader::Event| {
         collector.add(e);
         n += 1;
-        if n % 4096 == 0 {
+        if n.is_multiple_of(4096) {
             bar.set_position(n);
         }
     };
@@ -117,7 +117,7 @@ fn run_block(
     };
     std::fs::write(out, rec.trace.to_json() + "\n")
         .map_err(|e| anyhow::anyhow!("writing the block trace to {}: {e}", out.display()))?;
-    eprintln!(
+    fragkit_sys::stderr_line!(
         "fragkit: {} block requests on {} ({} dropped, {} completions without an issue){}; trace in {}",
         rec.trace.requests.len(),
         rec.trace.device,
@@ -130,7 +130,7 @@ fn run_block(
         out.display()
     );
     if rec.trace.dropped > 0 {
-        eprintln!(
+        fragkit_sys::stderr_line!(
             "fragkit: {} events dropped (ring buffer full): the trace is incomplete",
             rec.trace.dropped
         );
@@ -149,7 +149,7 @@ fn run_block(
 fn announcer(launching: bool) -> impl Fn() {
     move || {
         if !launching {
-            eprintln!("fragkit: tracing; stop with Ctrl-C or SIGTERM");
+            fragkit_sys::stderr_line!("fragkit: tracing; stop with Ctrl-C or SIGTERM");
         }
     }
 }

@@ -97,7 +97,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         }
         None => None,
     };
-    eprintln!(
+    fragkit_sys::stderr_line!(
         "fragkit: watching {} files under {} every {:?}; changes from {why}; history in {}",
         engine.files.len(),
         roots
@@ -109,7 +109,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         db.display()
     );
     if let Some((_, bound)) = &server {
-        eprintln!("fragkit: live page on http://{bound}/ and Prometheus metrics on http://{bound}/metrics");
+        fragkit_sys::stderr_line!("fragkit: live page on http://{bound}/ and Prometheus metrics on http://{bound}/metrics");
     }
 
     let bar = if std::io::stderr().is_terminal() {
@@ -223,6 +223,6 @@ fn report(args: WatchReportArgs) -> Result<i32> {
         WatchReportFormat::Json => Format::Json,
         WatchReportFormat::Csv => Format::Csv,
     };
-    out::print(&history, format)?;
+    out::print(&mut std::io::stdout().lock(), &history, format)?;
     Ok(0)
 }

@@ -237,7 +237,7 @@ impl FilefragPrinter {
                 if !self.said_bad_flags {
                     self.said_bad_flags = true;
                     out.flush()?;
-                    eprintln!("FIEMAP failed with unknown flags {flags:x}");
+                    fragkit_sys::stderr_line!("FIEMAP failed with unknown flags {flags:x}");
                 }
             }
             Err(_) => {}

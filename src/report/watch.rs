@@ -80,7 +80,7 @@ pub fn write_run_table(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
 }
 
 /// Print the history in `format`.
-pub fn print(h: &History, format: Format) -> Result<()> {
+pub fn print(w: &mut dyn Write, h: &History, format: Format) -> Result<()> {
     let History {
         db,
         db_bytes,
@@ -101,10 +101,10 @@ pub fn print(h: &History, format: Format) -> Result<()> {
                 "first_fragmented": first,
                 "file": history.map(|h| h.iter().map(|(t, s)| json!({"t": t, "summary": s})).collect::<Vec<_>>()),
             });
-            println!("{v}");
+            writeln!(w, "{v}")?;
         }
         Format::Csv => {
-            let mut w = csv::Writer::from_writer(std::io::stdout());
+            let mut w = csv::Writer::from_writer(&mut *w);
             w.write_record([
                 "t",
                 "utc",
@@ -135,21 +135,23 @@ pub fn print(h: &History, format: Format) -> Result<()> {
             w.flush()?;
         }
         Format::Table => {
-            println!("history {} ({} bytes)", db.display(), db_bytes);
-            println!(
+            writeln!(w, "history {} ({} bytes)", db.display(), db_bytes)?;
+            writeln!(
+                w,
                 "rows: {}",
                 rows.iter()
                     .map(|(k, v)| format!("{k} {v}"))
                     .collect::<Vec<_>>()
                     .join(", ")
-            );
+            )?;
             if series.is_empty() {
-                println!("no ticks recorded");
+                writeln!(w, "no ticks recorded")?;
             } else {
-                println!(
+                writeln!(
+                    w,
                     "\n{:<19}  {:>8}  {:>10}  {:>10}  {:>10}",
                     "time (UTC)", "files", "fragmented", "fragments", "extra req"
-                );
+                )?;
                 // At most 30 evenly spaced points, always the first and the last.
                 let n = series.len();
                 let step = n.div_ceil(30).max(1);
@@ -157,36 +159,39 @@ pub fn print(h: &History, format: Format) -> Result<()> {
                     if i % step != 0 && i != n - 1 {
                         continue;
                     }
-                    println!(
+                    writeln!(
+                        w,
                         "{:<19}  {:>8}  {:>10}  {:>10}  {:>10}",
                         utc(p.t),
                         p.totals.files,
                         p.totals.fragmented_files,
                         p.totals.fragments,
                         p.totals.extra_requests()
-                    );
+                    )?;
                 }
             }
-            println!("\nfirst became fragmented:");
+            writeln!(w, "\nfirst became fragmented:")?;
             if first.is_empty() {
-                println!("  (no file has become fragmented)");
+                writeln!(w, "  (no file has become fragmented)")?;
             }
             for f in first {
                 let gone = f
                     .deleted
                     .map(|d| format!(" (deleted {})", utc(d)))
                     .unwrap_or_default();
-                println!(
+                writeln!(
+                    w,
                     "  {}  {}  now {} fragments{gone}",
                     utc(f.t),
                     f.path,
                     f.fragments_now
-                );
+                )?;
             }
             if let Some((f, h)) = &h.file {
-                println!("\nsamples of {f}:");
+                writeln!(w, "\nsamples of {f}:")?;
                 for (t, s) in h {
-                    println!(
+                    writeln!(
+                        w,
                         "  {}  size {}  extents {}  fragments {}  S(R) {}  I(R) {}",
                         utc(*t),
                         s.size,
@@ -194,11 +199,11 @@ pub fn print(h: &History, format: Format) -> Result<()> {
                         s.fragments,
                         s.split,
                         s.ideal
-                    );
+                    )?;
                 }
             }
             if let Some(png) = &h.png {
-                println!("\nplot: {}", png.display());
+                writeln!(w, "\nplot: {}", png.display())?;
             }
         }
     }
@@ -241,108 +246,109 @@ pub fn plot(out: &Path, series: &[SeriesPoint], first: &[FirstFragmented]) -> Re
     let x = |t: f64| (t - t0) / x_scale;
     let xmax = x(t1);
     let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("{}: cannot plot: {e}", out.display());
-    let root = BitMapBackend::new(out, (1000, 640)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let root = root
-        .titled(
-            &format!("fragkit watch: {} to {} UTC", utc(t0), utc(t1)),
-            ("sans-serif", 20),
-        )
-        .map_err(|e| err(&e))?;
-    let (top, bottom) = root.split_vertically(300);
-    type Panel<'a> = (
-        &'a str,
-        Vec<(&'a str, RGBColor, Box<dyn Fn(&SeriesPoint) -> u64>)>,
-    );
-    let panels: [(DrawingArea<BitMapBackend, plotters::coord::Shift>, Panel); 2] = [
-        (
-            top,
-            (
-                "files",
-                vec![
-                    (
-                        "files",
-                        RGBColor(120, 120, 120),
-                        Box::new(|p: &SeriesPoint| p.totals.files),
-                    ),
-                    (
-                        "fragmented files",
-                        RGBColor(220, 50, 40),
-                        Box::new(|p: &SeriesPoint| p.totals.fragmented_files),
-                    ),
-                ],
-            ),
-        ),
-        (
-            bottom,
-            (
-                "count",
-                vec![
-                    (
-                        "fragments",
-                        RGBColor(40, 110, 190),
-                        Box::new(|p: &SeriesPoint| p.totals.fragments),
-                    ),
-                    (
-                        "extra requests at R",
-                        RGBColor(140, 60, 170),
-                        Box::new(|p: &SeriesPoint| p.totals.extra_requests()),
-                    ),
-                ],
-            ),
-        ),
-    ];
-    for (i, (area, (ylabel, lines))) in panels.into_iter().enumerate() {
-        let ymax = series
-            .iter()
-            .flat_map(|p| lines.iter().map(move |(_, _, f)| f(p)))
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64
-            * 1.1;
-        let mut chart = ChartBuilder::on(&area)
-            .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+    crate::render::plot::save_png(out, (1000, 640), |root| {
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let root = root
+            .titled(
+                &format!("fragkit watch: {} to {} UTC", utc(t0), utc(t1)),
+                ("sans-serif", 20),
+            )
             .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("{x_unit} since start"))
-            .y_desc(ylabel)
-            .draw()
-            .map_err(|e| err(&e))?;
-        for (name, colour, f) in &lines {
-            let c = *colour;
+        let (top, bottom) = root.split_vertically(300);
+        type Panel<'a> = (
+            &'a str,
+            Vec<(&'a str, RGBColor, Box<dyn Fn(&SeriesPoint) -> u64>)>,
+        );
+        let panels: [(DrawingArea<BitMapBackend, plotters::coord::Shift>, Panel); 2] = [
+            (
+                top,
+                (
+                    "files",
+                    vec![
+                        (
+                            "files",
+                            RGBColor(120, 120, 120),
+                            Box::new(|p: &SeriesPoint| p.totals.files),
+                        ),
+                        (
+                            "fragmented files",
+                            RGBColor(220, 50, 40),
+                            Box::new(|p: &SeriesPoint| p.totals.fragmented_files),
+                        ),
+                    ],
+                ),
+            ),
+            (
+                bottom,
+                (
+                    "count",
+                    vec![
+                        (
+                            "fragments",
+                            RGBColor(40, 110, 190),
+                            Box::new(|p: &SeriesPoint| p.totals.fragments),
+                        ),
+                        (
+                            "extra requests at R",
+                            RGBColor(140, 60, 170),
+                            Box::new(|p: &SeriesPoint| p.totals.extra_requests()),
+                        ),
+                    ],
+                ),
+            ),
+        ];
+        for (i, (area, (ylabel, lines))) in panels.into_iter().enumerate() {
+            let ymax = series
+                .iter()
+                .flat_map(|p| lines.iter().map(move |(_, _, f)| f(p)))
+                .max()
+                .unwrap_or(1)
+                .max(1) as f64
+                * 1.1;
+            let mut chart = ChartBuilder::on(&area)
+                .margin(10)
+                .x_label_area_size(35)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+                .map_err(|e| err(&e))?;
             chart
-                .draw_series(LineSeries::new(
-                    steps(series, &x, f.as_ref()),
-                    c.stroke_width(2),
-                ))
-                .map_err(|e| err(&e))?
-                .label(*name)
-                .legend(move |(a, b)| {
-                    PathElement::new(vec![(a, b), (a + 20, b)], c.stroke_width(2))
-                });
-        }
-        if i == 0 {
+                .configure_mesh()
+                .x_desc(format!("{x_unit} since start"))
+                .y_desc(ylabel)
+                .draw()
+                .map_err(|e| err(&e))?;
+            for (name, colour, f) in &lines {
+                let c = *colour;
+                chart
+                    .draw_series(LineSeries::new(
+                        steps(series, &x, f.as_ref()),
+                        c.stroke_width(2),
+                    ))
+                    .map_err(|e| err(&e))?
+                    .label(*name)
+                    .legend(move |(a, b)| {
+                        PathElement::new(vec![(a, b), (a + 20, b)], c.stroke_width(2))
+                    });
+            }
+            if i == 0 {
+                chart
+                    .draw_series(first.iter().filter(|f| f.t >= t0).map(|f| {
+                        PathElement::new(
+                            vec![(x(f.t), 0.0), (x(f.t), ymax * 0.06)],
+                            RGBColor(220, 50, 40).stroke_width(2),
+                        )
+                    }))
+                    .map_err(|e| err(&e))?;
+            }
             chart
-                .draw_series(first.iter().filter(|f| f.t >= t0).map(|f| {
-                    PathElement::new(
-                        vec![(x(f.t), 0.0), (x(f.t), ymax * 0.06)],
-                        RGBColor(220, 50, 40).stroke_width(2),
-                    )
-                }))
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
                 .map_err(|e| err(&e))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| err(&e))?;
-    }
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+        root.present().map_err(|e| err(&e))?;
+        Ok(())
+    })
 }

@@ -1,0 +1,17 @@
+//! What is on disk and what it costs: extent maps and the tree walk (`layout`), the
+//! fragmentation metrics (`metrics`), free space, the scan engine, the I/O engine (`io`),
+//! scratch file systems, and the SSD model (`ssd`) that prices a layout on flash.
+
+// A closed stdout or stderr must never panic a command: print through writers that
+// return errors (stdout) or `stderr_line!` (diagnostics).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
+pub mod freespace;
+pub mod io;
+pub mod layout;
+pub mod metrics;
+pub mod scan;
+pub mod scratch;
+pub mod ssd;
+pub mod stats;
+pub mod units;

@@ -1,0 +1,596 @@
+//! Scratch file systems: an image file on a loop device, formatted and mounted.
+//!
+//! This is what the tests and `fragkit lab` fragment and measure, so that nothing of the
+//! user's is ever touched. Every scratch file system has a marker file beside its mount
+//! point, and a random id that fragkit wrote both into the marker and into the file
+//! system's UUID. `destroy` (and everything that trusts a scratch file system) checks the
+//! marker against the machine — the image inside the scratch directory, the image the
+//! backing file of the loop device mounted there, the UUID on that device equal to the
+//! marker's id — so a hand-written marker cannot make fragkit delete or unmount anything.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use fragkit_sys::freeze::Frozen;
+use fragkit_sys::mountinfo;
+
+const MARKER: &str = "fragkit-scratch.json";
+
+/// The file systems fragkit builds scratch images of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsType {
+    Ext4,
+    Xfs,
+    Btrfs,
+    F2fs,
+}
+
+impl FsType {
+    pub const ALL: [FsType; 4] = [FsType::Ext4, FsType::Xfs, FsType::Btrfs, FsType::F2fs];
+
+    /// The file system named `name` ("ext4", ...), as a scratch marker records it.
+    pub fn from_name(name: &str) -> Option<FsType> {
+        FsType::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FsType::Ext4 => "ext4",
+            FsType::Xfs => "xfs",
+            FsType::Btrfs => "btrfs",
+            FsType::F2fs => "f2fs",
+        }
+    }
+
+    fn mkfs(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            // nodiscard: discarding a fresh sparse image is pointless and slow.
+            // Inode tables and journal initialised now: lazy init would keep writing in the
+            // background after mount and pollute every device counter fragkit reads.
+            FsType::Ext4 => (
+                "mkfs.ext4",
+                &[
+                    "-F",
+                    "-q",
+                    "-b",
+                    "4096",
+                    "-E",
+                    "nodiscard,lazy_itable_init=0,lazy_journal_init=0",
+                ],
+            ),
+            FsType::Xfs => ("mkfs.xfs", &["-f", "-q", "-K"]),
+            FsType::Btrfs => ("mkfs.btrfs", &["-f", "-q", "--nodiscard"]),
+            FsType::F2fs => ("mkfs.f2fs", &["-f", "-q", "-t", "0"]),
+        }
+    }
+
+    /// mkfs arguments that set the file system's UUID (fragkit's identity of the image).
+    fn uuid_args(self, uuid: &str) -> Vec<String> {
+        match self {
+            FsType::Xfs => vec!["-m".into(), format!("uuid={uuid}")],
+            FsType::Ext4 | FsType::Btrfs | FsType::F2fs => vec!["-U".into(), uuid.into()],
+        }
+    }
+
+    /// The mkfs command scratch file systems are made with, as text for reports.
+    pub fn mkfs_command(self) -> String {
+        let (program, args) = self.mkfs();
+        std::iter::once(program)
+            .chain(args.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Smallest image mkfs accepts here (xfsprogs refuses < 300 MiB).
+    fn min_size(self) -> u64 {
+        match self {
+            FsType::Ext4 => 16 << 20,
+            FsType::Xfs => 300 << 20,
+            FsType::Btrfs => 128 << 20,
+            FsType::F2fs => 64 << 20,
+        }
+    }
+}
+
+/// How to make a scratch file system.
+#[derive(Debug, Clone)]
+pub struct ScratchSpec {
+    pub fs: FsType,
+    pub size: u64,
+    /// Where to keep the image and mount point; a fresh temporary directory if None.
+    pub dir: Option<PathBuf>,
+    pub mkfs_args: Vec<String>,
+    pub mount_options: Option<String>,
+}
+
+impl ScratchSpec {
+    pub fn new(fs: FsType, size: u64) -> ScratchSpec {
+        ScratchSpec {
+            fs,
+            size,
+            dir: None,
+            mkfs_args: Vec::new(),
+            mount_options: None,
+        }
+    }
+}
+
+/// What the marker records, and what `scratch create --format json` prints.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ScratchInfo {
+    pub version: u32,
+    pub fs: String,
+    pub size: u64,
+    pub dir: PathBuf,
+    pub image: PathBuf,
+    pub loop_device: PathBuf,
+    pub mountpoint: PathBuf,
+    /// fragkit made `dir` itself and removes it on destroy.
+    pub created_dir: bool,
+    /// Random UUID fragkit gave the file system at mkfs (a clone shares its source's).
+    #[serde(default)]
+    pub id: String,
+}
+
+/// A mounted scratch file system; unmounted, detached and deleted when dropped
+/// (unless [`Scratch::keep`] was called).
+#[derive(Debug)]
+pub struct Scratch {
+    pub info: ScratchInfo,
+    keep: bool,
+}
+
+pub fn require_root(what: &str) -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("{what} needs root (loop devices, mkfs and mount); run it as root, e.g. with sudo");
+    }
+    Ok(())
+}
+
+fn run(cmd: &mut Command) -> Result<String> {
+    let shown = format!("{cmd:?}").replace('"', "");
+    let out = cmd.output().map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            anyhow!(
+                "{}: not installed (run scripts/install-deps)",
+                cmd.get_program().to_string_lossy()
+            )
+        } else {
+            anyhow!("{shown}: {e}")
+        }
+    })?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        bail!("{shown} failed: {}", err.trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn kernel_has(fs: &str) -> bool {
+    let listed = |t: &str| t.lines().any(|l| l.split_whitespace().last() == Some(fs));
+    if fs::read_to_string("/proc/filesystems").is_ok_and(|t| listed(&t)) {
+        return true;
+    }
+    // A module may just not be loaded yet.
+    let _ = Command::new("modprobe").arg("-q").arg(fs).status();
+    fs::read_to_string("/proc/filesystems").is_ok_and(|t| listed(&t))
+}
+
+impl Scratch {
+    pub fn create(spec: &ScratchSpec) -> Result<Scratch> {
+        require_root("creating a scratch file system")?;
+        let fs = spec.fs;
+        if spec.size < fs.min_size() {
+            bail!(
+                "--size {}: too small for {} (at least {} MiB)",
+                spec.size,
+                fs.name(),
+                fs.min_size() >> 20
+            );
+        }
+        if !kernel_has(fs.name()) {
+            bail!(
+                "{} is not available in this kernel (not in /proc/filesystems); for f2fs use scripts/f2fs-guest",
+                fs.name()
+            );
+        }
+        // off_t is signed: no file on Linux is larger than i64::MAX bytes.
+        if spec.size > i64::MAX as u64 {
+            bail!(
+                "--size {}: larger than any file Linux can hold (8 EiB); expected a size the image's file system can store",
+                spec.size
+            );
+        }
+        let mut guard = Scratch::begin(fs, spec.size, spec.dir.as_deref(), random_uuid()?)?;
+        let f = fs::File::create(&guard.info.image)
+            .with_context(|| format!("{}", guard.info.image.display()))?;
+        f.set_len(spec.size).with_context(|| {
+            format!(
+                "{}: cannot make an image of {} bytes",
+                guard.info.image.display(),
+                spec.size
+            )
+        })?;
+        drop(f);
+        guard.attach_loop()?;
+        let info = guard.info.clone();
+        let (mkfs, args) = fs.mkfs();
+        run(Command::new(mkfs)
+            .args(args)
+            .args(fs.uuid_args(&info.id))
+            .args(&spec.mkfs_args)
+            .arg(&info.loop_device))?;
+        let written = device_uuid(&info.loop_device)?;
+        if written != info.id {
+            bail!(
+                "{}: mkfs left UUID {written}, not fragkit's {} (do not pass a UUID in --mkfs-args)",
+                info.loop_device.display(),
+                info.id
+            );
+        }
+        if fs == FsType::Xfs {
+            enable_xfs_exchange_range(&info.loop_device)?;
+        }
+        fs::create_dir_all(&info.mountpoint)?;
+        mount_fs(
+            &info.loop_device,
+            &info.mountpoint,
+            fs,
+            spec.mount_options.as_deref(),
+        )?;
+        Ok(guard)
+    }
+
+    /// A block-for-block copy of this scratch file system, mounted beside it: same
+    /// files at the same physical offsets, so two defragmenters can start from the very
+    /// same layout. The source is frozen (FIFREEZE: everything flushed, no writes) while
+    /// its image is copied, and thawed afterwards.
+    pub fn clone_to(&self, dir: Option<PathBuf>) -> Result<Scratch> {
+        require_root("cloning a scratch file system")?;
+        let fs = FsType::from_name(&self.info.fs)
+            .ok_or_else(|| anyhow!("{}: unknown file system in marker", self.info.fs))?;
+        // The copy carries the source's UUID, so it carries the same id.
+        let mut guard = Scratch::begin(fs, self.info.size, dir.as_deref(), self.info.id.clone())?;
+        {
+            let _frozen = Frozen::freeze(&self.info.mountpoint)
+                .map_err(|e| anyhow!("{}: cannot freeze: {e}", self.info.mountpoint.display()))?;
+            // --sparse=always: only the blocks the file system wrote are copied.
+            run(Command::new("cp")
+                .args(["--sparse=always", "--reflink=auto"])
+                .arg(&self.info.image)
+                .arg(&guard.info.image))?;
+        }
+        guard.attach_loop()?;
+        let info = guard.info.clone();
+        fs::create_dir_all(&info.mountpoint)?;
+        // The copy has the source's UUID: xfs refuses a second mount of it unless told
+        // (btrfs gives a cloned single-device fs a temporary fsid by itself since 6.7).
+        let options = (fs == FsType::Xfs).then_some("nouuid");
+        mount_fs(&info.loop_device, &info.mountpoint, fs, options)?;
+        Ok(guard)
+    }
+
+    /// A new scratch directory with its marker; the returned guard undoes everything
+    /// done from here on if a later step fails.
+    fn begin(fs: FsType, size: u64, dir: Option<&Path>, id: String) -> Result<Scratch> {
+        let (dir, created_dir) = new_scratch_dir(dir)?;
+        let info = ScratchInfo {
+            version: 2,
+            id,
+            fs: fs.name().to_string(),
+            size,
+            image: dir.join(format!("{}.img", fs.name())),
+            loop_device: PathBuf::new(),
+            mountpoint: dir.join("mnt"),
+            dir,
+            created_dir,
+        };
+        let guard = Scratch { info, keep: false };
+        write_marker(&guard.info)?;
+        Ok(guard)
+    }
+
+    /// Attach the image to a free loop device and record it in the marker.
+    fn attach_loop(&mut self) -> Result<()> {
+        let dev = run(Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&self.info.image))?;
+        self.info.loop_device = PathBuf::from(dev);
+        write_marker(&self.info)
+    }
+
+    pub fn mountpoint(&self) -> &Path {
+        &self.info.mountpoint
+    }
+
+    /// Name of the loop device under /sys/block ("loop3").
+    pub fn device_name(&self) -> String {
+        self.info
+            .loop_device
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Leave the file system mounted after this value is dropped (`scratch create`).
+    pub fn keep(mut self) -> ScratchInfo {
+        self.keep = true;
+        self.info.clone()
+    }
+
+    /// Unmount, detach, delete. Idempotent.
+    pub fn destroy(mut self) -> Result<()> {
+        self.keep = true;
+        teardown(&self.info)
+    }
+
+    /// Find the scratch file system mounted at `mountpoint` (made by fragkit), refusing
+    /// anything else: the marker must agree with the mount table, the loop device and the
+    /// UUID on that device (see the module comment). Errors are one line.
+    pub fn open_existing(mountpoint: &Path) -> Result<Scratch> {
+        let shown = mountpoint.display();
+        let mp = mountpoint
+            .canonicalize()
+            .with_context(|| format!("{shown}: no such mount point"))?;
+        let dir = mp
+            .parent()
+            .ok_or_else(|| anyhow!("{shown}: not a fragkit scratch mount point"))?;
+        let text = fs::read_to_string(dir.join(MARKER)).map_err(|_| {
+            anyhow!("{shown}: not a fragkit scratch file system (no {MARKER} beside it); refusing to touch it")
+        })?;
+        let info: ScratchInfo = serde_json::from_str(&text).map_err(|e| {
+            anyhow!(
+                "{}: unreadable marker ({e}); refusing to touch {shown}",
+                dir.join(MARKER).display()
+            )
+        })?;
+        verify(&info, &mp, dir).map_err(|e| anyhow!("{shown}: {e}; refusing to touch it"))?;
+        Ok(Scratch { info, keep: true })
+    }
+}
+
+/// Check a marker found in `dir` beside the mount point `mp` (both canonical) against
+/// what the kernel says; Err is the first disagreement.
+fn verify(info: &ScratchInfo, mp: &Path, dir: &Path) -> std::result::Result<(), String> {
+    if info.mountpoint != mp || info.dir != dir {
+        return Err(format!(
+            "the marker names {} in {}, not this mount point",
+            info.mountpoint.display(),
+            info.dir.display()
+        ));
+    }
+    // The image is a plain name directly inside the scratch directory.
+    let name_ok = info
+        .image
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().ends_with(".img"));
+    if info.image.parent() != Some(dir) || !name_ok {
+        return Err(format!(
+            "the marker's image {} is not an .img file inside {}",
+            info.image.display(),
+            dir.display()
+        ));
+    }
+    let Some((source, fstype)) = mount_source(mp) else {
+        return Err("nothing is mounted there".into());
+    };
+    if source != info.loop_device || !source.to_string_lossy().starts_with("/dev/loop") {
+        return Err(format!(
+            "{} is mounted there, not the marker's loop device {}",
+            source.display(),
+            info.loop_device.display()
+        ));
+    }
+    if fstype != info.fs {
+        return Err(format!("{fstype} is mounted there, not {}", info.fs));
+    }
+    match loop_backing_file(&info.loop_device) {
+        Some(b) if b == info.image => {}
+        Some(b) => {
+            return Err(format!(
+                "{} is backed by {}, not the marker's image {}",
+                info.loop_device.display(),
+                b.display(),
+                info.image.display()
+            ))
+        }
+        None => {
+            return Err(format!(
+                "{} has no backing file",
+                info.loop_device.display()
+            ))
+        }
+    }
+    if info.id.is_empty() {
+        return Err("the marker has no id (made by an older fragkit?)".into());
+    }
+    match device_uuid(&info.loop_device) {
+        Ok(u) if u == info.id => Ok(()),
+        Ok(u) => Err(format!(
+            "the file system's UUID {u} is not the marker's id {}",
+            info.id
+        )),
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
+/// Source device and type of what is mounted at `mp` (the last mount there wins).
+fn mount_source(mp: &Path) -> Option<(PathBuf, String)> {
+    let mounts = mountinfo::read().ok()?;
+    mounts
+        .iter()
+        .rev()
+        .find(|m| m.mountpoint == mp)
+        .map(|m| (PathBuf::from(&m.source), m.fstype.clone()))
+}
+
+/// The UUID in the superblock on `dev`, read by blkid's low-level probe (no cache).
+fn device_uuid(dev: &Path) -> Result<String> {
+    run(Command::new("blkid")
+        .args(["-p", "-s", "UUID", "-o", "value"])
+        .arg(dev))
+}
+
+/// A random (version 4) UUID from the kernel's generator.
+fn random_uuid() -> Result<String> {
+    let text = fs::read_to_string("/proc/sys/kernel/random/uuid")
+        .context("/proc/sys/kernel/random/uuid: cannot read")?;
+    Ok(text.trim().to_string())
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            if let Err(e) = teardown(&self.info) {
+                fragkit_sys::stderr_line!("fragkit: scratch teardown: {e:#}");
+            }
+        }
+    }
+}
+
+/// XFS_SB_FEAT_INCOMPAT_EXCHRANGE (fs/xfs/libxfs/xfs_format.h): atomic file-range
+/// exchange, which `fragkit defrag` needs on xfs. xfsprogs >= 6.10 sets it with
+/// `mkfs.xfs -i exchange=1`; Debian 12's xfsprogs 6.1 cannot, so scratch file systems get
+/// the bit written into the (fresh, unmounted) superblock with xfs_db, as an upgrade
+/// would. Kernels since 6.10 accept it. Only ever done to an image fragkit just made.
+const XFS_SB_FEAT_INCOMPAT_EXCHRANGE: u64 = 1 << 6;
+
+fn enable_xfs_exchange_range(dev: &Path) -> Result<()> {
+    let out = run(Command::new("xfs_db")
+        .args(["-r", "-c", "sb 0", "-c", "p features_incompat"])
+        .arg(dev))?;
+    let value = out
+        .rsplit('=')
+        .next()
+        .map(str::trim)
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .ok_or_else(|| anyhow!("xfs_db: cannot read features_incompat from {out:?}"))?;
+    if value & XFS_SB_FEAT_INCOMPAT_EXCHRANGE == 0 {
+        let new = format!("{:#x}", value | XFS_SB_FEAT_INCOMPAT_EXCHRANGE);
+        // -d: xfsprogs 6.1's verifier does not know the bit; the CRC is still recomputed.
+        run(Command::new("xfs_db")
+            .args([
+                "-x",
+                "-c",
+                "sb 0",
+                "-c",
+                &format!("write -d features_incompat {new}"),
+            ])
+            .arg(dev))?;
+    }
+    Ok(())
+}
+
+/// The directory a new scratch file system lives in, and whether fragkit made it.
+fn new_scratch_dir(dir: Option<&Path>) -> Result<(PathBuf, bool)> {
+    match dir {
+        Some(d) => {
+            // A --dir fragkit makes is fragkit's to remove again (on failure and destroy).
+            let existed = d.exists();
+            fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
+            if d.join(MARKER).exists() {
+                bail!("{}: already holds a scratch file system", d.display());
+            }
+            Ok((d.canonicalize()?, !existed))
+        }
+        None => {
+            let d = tempfile::Builder::new()
+                .prefix("fragkit-scratch-")
+                .tempdir()
+                .context("cannot create a temporary directory")?;
+            Ok((d.keep().canonicalize()?, true))
+        }
+    }
+}
+
+fn mount_fs(dev: &Path, mountpoint: &Path, fs: FsType, options: Option<&str>) -> Result<()> {
+    nix::mount::mount(
+        Some(dev),
+        mountpoint,
+        Some(fs.name()),
+        nix::mount::MsFlags::empty(),
+        options,
+    )
+    .map_err(|e| {
+        anyhow!(
+            "mount {} on {} ({}{}) failed: {e}",
+            dev.display(),
+            mountpoint.display(),
+            fs.name(),
+            options.map(|o| format!(", -o {o}")).unwrap_or_default()
+        )
+    })
+}
+
+fn write_marker(info: &ScratchInfo) -> Result<()> {
+    let path = info.dir.join(MARKER);
+    fs::write(&path, serde_json::to_string_pretty(info)? + "\n")
+        .with_context(|| format!("{}: cannot write marker", path.display()))
+}
+
+/// The file behind a loop device, from sysfs (None if detached).
+pub fn loop_backing_file(dev: &Path) -> Option<PathBuf> {
+    let name = dev.file_name()?.to_string_lossy().into_owned();
+    let text = fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
+    Some(PathBuf::from(text.trim_end_matches('\n')))
+}
+
+fn teardown(info: &ScratchInfo) -> Result<()> {
+    let mut problems = Vec::new();
+    if mountinfo::is_mount_point(&info.mountpoint) {
+        // A busy mount (a shell cd'ed into it) gets a few tries before a lazy detach.
+        let mut done = false;
+        for _ in 0..20 {
+            if nix::mount::umount2(&info.mountpoint, nix::mount::MntFlags::empty()).is_ok() {
+                done = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if !done {
+            if let Err(e) = nix::mount::umount2(&info.mountpoint, nix::mount::MntFlags::MNT_DETACH)
+            {
+                problems.push(format!("umount {}: {e}", info.mountpoint.display()));
+            }
+        }
+    }
+    if !info.loop_device.as_os_str().is_empty()
+        && loop_backing_file(&info.loop_device).as_deref() == Some(info.image.as_path())
+    {
+        if let Err(e) = run(Command::new("losetup").arg("-d").arg(&info.loop_device)) {
+            problems.push(e.to_string());
+        }
+    }
+    let _ = fs::remove_file(&info.image);
+    let _ = fs::remove_dir(&info.mountpoint);
+    let _ = fs::remove_file(info.dir.join(MARKER));
+    if info.created_dir {
+        let _ = fs::remove_dir(&info.dir);
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        bail!("{}", problems.join("; "))
+    }
+}
+
+/// Scratch file systems made by fragkit that are mounted now.
+pub fn list_mounted() -> Vec<ScratchInfo> {
+    let Ok(mounts) = mountinfo::read() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for m in mounts {
+        if m.mountpoint.file_name().is_some_and(|n| n == "mnt") {
+            if let Ok(s) = Scratch::open_existing(&m.mountpoint) {
+                out.push(s.info.clone());
+            }
+        }
+    }
+    out
+}
