@@ -23,7 +23,7 @@ pub fn run(action: ProbeAction) -> Result<i32> {
 
 /// A raw device must be free (nothing mounted on it or its partitions, no holders); a
 /// file is described by where its data starts, since file offsets are not device offsets.
-pub fn check_target(path: &Path, max_alignment: u64) -> Result<ProbeTarget> {
+pub(crate) fn check_target(path: &Path, max_alignment: u64) -> Result<ProbeTarget> {
     let shown = path.display();
     let md = std::fs::metadata(path).with_context(|| format!("{shown}: cannot stat"))?;
     let device = BlockDevice::for_path(path)?;

@@ -10,7 +10,7 @@ use crate::ssd::params::PRESETS;
 use crate::ssd::{BlockTrace, Params, Placement, Ssd};
 
 /// Model parameters from `--model` and `--queue-depth`: one-line errors.
-pub fn model_params(spec: &str, queue_depth: Option<u32>) -> Result<Params> {
+pub(crate) fn model_params(spec: &str, queue_depth: Option<u32>) -> Result<Params> {
     let mut p = Params::parse(spec)?;
     if let Some(q) = queue_depth {
         p.queue_depth = q;

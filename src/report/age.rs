@@ -190,7 +190,7 @@ pub fn hypothetical(
     Ok(())
 }
 
-pub fn fragpicker_synthetic(
+pub(crate) fn fragpicker_synthetic(
     w: &mut dyn Write,
     r: &crate::age::fragpicker::SyntheticReport,
 ) -> io::Result<()> {
@@ -256,7 +256,7 @@ pub fn profile(w: &mut dyn Write, r: &crate::age::profile::ProfileReport) -> io:
 }
 
 /// `age paf` as MPI ranks: per generation, per rank, then the whole.
-pub fn paf_ranks(w: &mut dyn Write, r: &crate::age::paf::PafRanksReport) -> io::Result<()> {
+pub(crate) fn paf_ranks(w: &mut dyn Write, r: &crate::age::paf::PafRanksReport) -> io::Result<()> {
     for g in &r.generations {
         writeln!(
         w,

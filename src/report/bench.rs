@@ -27,7 +27,7 @@ struct BenchJson<'a> {
     jobs: &'a [BenchJob],
 }
 
-pub fn write_json(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
+pub(crate) fn write_json(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
     serde_json::to_writer_pretty(
         &mut *w,
         &BenchJson {
@@ -62,7 +62,7 @@ fn describe(j: &JobResult) -> String {
     )
 }
 
-pub fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
+pub(crate) fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
     for (n, job) in jobs.iter().enumerate() {
         let j = &job.result;
         if n > 0 {
@@ -205,7 +205,7 @@ pub fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
     Ok(())
 }
 
-pub fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
+pub(crate) fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
     let mut c = csv::Writer::from_writer(w);
     c.write_record([
         "path",
@@ -301,7 +301,7 @@ pub fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> {
 
 /// What `bench writes` measured around one command.
 #[derive(Debug, Clone, Serialize)]
-pub struct WritesReport {
+pub(crate) struct WritesReport {
     pub version: u32,
     pub command: Vec<String>,
     /// None when the command was killed by a signal.
@@ -314,12 +314,12 @@ pub struct WritesReport {
     pub counts: DeviceDelta,
 }
 
-pub fn write_writes_json(w: &mut dyn Write, r: &WritesReport) -> io::Result<()> {
+pub(crate) fn write_writes_json(w: &mut dyn Write, r: &WritesReport) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, r)?;
     writeln!(w)
 }
 
-pub fn write_writes_table(w: &mut dyn Write, r: &WritesReport) -> io::Result<()> {
+pub(crate) fn write_writes_table(w: &mut dyn Write, r: &WritesReport) -> io::Result<()> {
     let c = &r.counts;
     writeln!(
         w,
@@ -375,7 +375,7 @@ fn shell_words(args: &[String]) -> String {
         .join(" ")
 }
 
-pub fn write_writes_csv(w: &mut dyn Write, r: &WritesReport) -> io::Result<()> {
+pub(crate) fn write_writes_csv(w: &mut dyn Write, r: &WritesReport) -> io::Result<()> {
     let mut c = csv::Writer::from_writer(w);
     c.write_record([
         "command",

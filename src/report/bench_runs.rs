@@ -32,11 +32,11 @@ fn csv_err(e: csv::Error) -> io::Error {
 
 // ---------- sweep ----------
 
-pub fn sweep_json(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
+pub(crate) fn sweep_json(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
     json(w, r)
 }
 
-pub fn sweep_table(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
+pub(crate) fn sweep_table(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
     writeln!(
         w,
         "bench sweep: {} file on scratch {} ({}), read with {} sequential O_DIRECT requests, {} iteration(s), caches dropped before each",
@@ -101,7 +101,7 @@ pub fn sweep_table(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
     Ok(())
 }
 
-pub fn sweep_csv(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
+pub(crate) fn sweep_csv(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
     let mut c = csv::Writer::from_writer(w);
     c.write_record([
         "frag_size",
@@ -137,7 +137,7 @@ pub fn sweep_csv(w: &mut dyn Write, r: &SweepReport) -> io::Result<()> {
 }
 
 /// Device reads and MB/s against frag size, one line per distance.
-pub fn sweep_plot(out: &Path, r: &SweepReport) -> Result<()> {
+pub(crate) fn sweep_plot(out: &Path, r: &SweepReport) -> Result<()> {
     let distances: BTreeSet<u64> = r.points.iter().map(|p| p.frag_distance).collect();
     let lines = |f: &dyn Fn(&crate::bench::sweep::SweepPoint) -> f64| -> Vec<Line> {
         distances
@@ -202,11 +202,11 @@ pub fn sweep_plot(out: &Path, r: &SweepReport) -> Result<()> {
 
 // ---------- dof ----------
 
-pub fn dof_json(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
+pub(crate) fn dof_json(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
     json(w, r)
 }
 
-pub fn dof_table(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
+pub(crate) fn dof_table(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
     writeln!(
         w,
         "bench dof: {} file on scratch {} ({}), fragments {} apart, read with {} O_DIRECT requests, {} iteration(s)",
@@ -259,7 +259,7 @@ pub fn dof_table(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
     Ok(())
 }
 
-pub fn dof_csv(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
+pub(crate) fn dof_csv(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
     let mut c = csv::Writer::from_writer(w);
     c.write_record([
         "dof",
@@ -296,7 +296,7 @@ pub fn dof_csv(w: &mut dyn Write, r: &DofReport) -> io::Result<()> {
     c.flush()
 }
 
-pub fn dof_plot(out: &Path, r: &DofReport) -> Result<()> {
+pub(crate) fn dof_plot(out: &Path, r: &DofReport) -> Result<()> {
     let qds: BTreeSet<u32> = r.points.iter().map(|p| p.queue_depth).collect();
     let lines = |f: &dyn Fn(&crate::bench::dof::DofPoint) -> f64| -> Vec<Line> {
         qds.iter()
@@ -341,11 +341,11 @@ pub fn dof_plot(out: &Path, r: &DofReport) -> Result<()> {
 
 // ---------- paf matrix ----------
 
-pub fn paf_json(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
+pub(crate) fn paf_json(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
     json(w, r)
 }
 
-pub fn paf_csv(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
+pub(crate) fn paf_csv(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
     let mut c = csv::Writer::from_writer(w);
     for row in &r.rows {
         c.serialize(row).map_err(csv_err)?;
@@ -353,7 +353,7 @@ pub fn paf_csv(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
     c.flush()
 }
 
-pub fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
+pub(crate) fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
     if let Some(first) = r.rows.first() {
         writeln!(
             w,
@@ -411,7 +411,7 @@ pub fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
 
 /// One PNG per transfer size in `dir`: write and read bandwidth over capacity × frag.
 /// Returns the files written.
-pub fn paf_plots(dir: &Path, r: &MatrixReport) -> Result<Vec<std::path::PathBuf>> {
+pub(crate) fn paf_plots(dir: &Path, r: &MatrixReport) -> Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("--plot-dir {}: cannot create: {e}", dir.display()))?;
     let caps: Vec<u64> = r

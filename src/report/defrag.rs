@@ -7,7 +7,7 @@ use crate::defrag::DefragReport;
 use crate::units::{short_size, HumanBytes};
 
 /// One line per file (and per range with a reason), then the totals.
-pub fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
+pub(crate) fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
     let label = short_size(r.request_size);
     writeln!(
         w,

@@ -13,11 +13,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::layout::model::{Extent, ExtentFlags};
-use crate::layout::walk::{self, ScannedFile};
+use crate::layout::walk;
 use crate::sys::fiemap;
 use crate::sys::fsinfo::FsInfo;
 
-pub struct FilefragPrinter {
+pub(crate) struct FilefragPrinter {
     logical_width: usize,
     physical_width: usize,
     last_device: u64,
@@ -97,18 +97,6 @@ struct Failure {
 }
 
 impl FilefragPrinter {
-    /// Map and print one file already walked (`fragkit scan` of files).
-    pub fn print(&mut self, out: &mut impl Write, f: &ScannedFile) -> io::Result<()> {
-        self.header(out, &f.path, f.dev, &f.fs, f.layout.size, false)?;
-        self.extents(
-            out,
-            &f.path,
-            f.fs.block_size,
-            f.layout.size,
-            &f.layout.extents,
-        )
-    }
-
     /// "Filesystem type" (and, for ext2-style files, the cylinder-group line) when the
     /// device changes, then "File size of ...".
     fn header(
@@ -341,7 +329,11 @@ fn open_follow(path: &Path) -> io::Result<File> {
 /// a directory as its own inode. Extent lists go to `out`, filefrag's messages to stderr
 /// (after flushing `out`, so a terminal shows them in order). Returns filefrag's exit
 /// status: 0, or the errno of the first argument that failed.
-pub fn filefrag_v(out: &mut impl Write, paths: &[impl AsRef<Path>], sync: bool) -> io::Result<i32> {
+pub(crate) fn filefrag_v(
+    out: &mut impl Write,
+    paths: &[impl AsRef<Path>],
+    sync: bool,
+) -> io::Result<i32> {
     let mut p = FilefragPrinter::default();
     let mut status = 0;
     for path in paths {

@@ -10,11 +10,12 @@ use crate::units::HumanBytes;
 /// Groups the table lists before pointing at --all-groups / JSON.
 const TABLE_GROUPS: usize = 32;
 
-pub const BTRFS_NOTE: &str = "btrfs has no GETFSMAP: free-extent counts, sizes, the histogram, \
+pub(crate) const BTRFS_NOTE: &str =
+    "btrfs has no GETFSMAP: free-extent counts, sizes, the histogram, \
 the largest free run and per-group free extents are not available; shown instead: space \
 allocated to chunks and used in them per type (BTRFS_IOC_SPACE_INFO) and statfs totals";
 
-pub fn write_table(
+pub(crate) fn write_table(
     out: &mut (impl Write + ?Sized),
     v: &FreeSpaceView,
     all_groups: bool,
@@ -163,7 +164,7 @@ fn write_fsmap_table(
     Ok(())
 }
 
-pub fn write_json(out: &mut (impl Write + ?Sized), v: &FreeSpaceView) -> io::Result<()> {
+pub(crate) fn write_json(out: &mut (impl Write + ?Sized), v: &FreeSpaceView) -> io::Result<()> {
     match v {
         FreeSpaceView::Fsmap(f) => {
             #[derive(Serialize)]
@@ -213,7 +214,7 @@ pub fn write_json(out: &mut (impl Write + ?Sized), v: &FreeSpaceView) -> io::Res
 }
 
 /// CSV: the histogram, or with `groups` one row per group; btrfs: one row per chunk type.
-pub fn write_csv(
+pub(crate) fn write_csv(
     out: &mut (impl Write + ?Sized),
     v: &FreeSpaceView,
     groups: bool,

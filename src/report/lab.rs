@@ -132,7 +132,7 @@ fn modeled_cells(m: &MethodResult) -> (String, String) {
 
 /// What the fragmentation costs on the modeled NVMe (one sentence), then one sentence per
 /// defragmenter: what it bought against each mechanism, or why it did not help.
-pub fn modeled_verdicts(methods: &[MethodResult]) -> Vec<String> {
+pub(crate) fn modeled_verdicts(methods: &[MethodResult]) -> Vec<String> {
     let Some((first, rest)) = methods.split_first() else {
         return Vec::new();
     };
@@ -229,7 +229,7 @@ pub fn modeled_verdicts(methods: &[MethodResult]) -> Vec<String> {
 }
 
 /// One sentence per defragmenter: what it cost and what it bought.
-pub fn verdicts(r: &LabReport) -> Vec<String> {
+pub(crate) fn verdicts(r: &LabReport) -> Vec<String> {
     let before = &r.methods[0];
     let full_written = r
         .methods
@@ -550,7 +550,11 @@ fn reproduce_script(r: &LabReport) -> String {
 }
 
 /// What the terminal shows at the end.
-pub fn write_summary(w: &mut dyn std::io::Write, r: &LabReport, out: &Path) -> std::io::Result<()> {
+pub(crate) fn write_summary(
+    w: &mut dyn std::io::Write,
+    r: &LabReport,
+    out: &Path,
+) -> std::io::Result<()> {
     writeln!(
         w,
         "fragkit lab: {} {}, {} workload, {} files of {} ({:.0} s)",

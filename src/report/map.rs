@@ -37,12 +37,12 @@ pub struct PictureSummary {
     pub skipped_runs: u64,
 }
 
-pub fn write_json(w: &mut dyn Write, s: &Summary) -> io::Result<()> {
+pub(crate) fn write_json(w: &mut dyn Write, s: &Summary) -> io::Result<()> {
     serde_json::to_writer(&mut *w, s)?;
     writeln!(w)
 }
 
-pub fn write_table(w: &mut dyn Write, s: &Summary) -> io::Result<()> {
+pub(crate) fn write_table(w: &mut dyn Write, s: &Summary) -> io::Result<()> {
     if let Some(p) = &s.picture {
         writeln!(
                     w,

@@ -2,7 +2,7 @@
 
 pub mod age;
 pub mod bench;
-pub mod bench_runs;
+pub(crate) mod bench_runs;
 pub mod defrag;
 pub mod fast24;
 pub mod filefrag;
@@ -24,12 +24,12 @@ use std::io::{self, Write};
 use anyhow::Context;
 
 /// Buffered standard output, as report writers get it.
-pub type Stdout = io::BufWriter<RawStdout>;
+pub(crate) type Stdout = io::BufWriter<RawStdout>;
 
 /// File descriptor 1 written directly, holding std's lock so nothing else writes between.
 /// std's stdout is line-buffered: every 64 KiB chunk the buffer hands it is searched for
 /// its last newline first, which was 6% of a 100k-file `scan --format json` (callgrind).
-pub struct RawStdout {
+pub(crate) struct RawStdout {
     _lock: io::StdoutLock<'static>,
 }
 
@@ -50,7 +50,7 @@ impl Write for RawStdout {
 
 /// Write a report to stdout through one buffer. A closed pipe (`fragkit scan | head`)
 /// comes back as an error like any other; main tells it apart and exits quietly.
-pub fn to_stdout(f: impl FnOnce(&mut Stdout) -> io::Result<()>) -> anyhow::Result<()> {
+pub(crate) fn to_stdout(f: impl FnOnce(&mut Stdout) -> io::Result<()>) -> anyhow::Result<()> {
     let mut lock = io::stdout().lock();
     // Whatever was printed before goes out first.
     lock.flush().context("writing output")?;
@@ -59,7 +59,7 @@ pub fn to_stdout(f: impl FnOnce(&mut Stdout) -> io::Result<()>) -> anyhow::Resul
 }
 
 /// Pretty JSON and a newline.
-pub fn write_json_pretty<T: serde::Serialize>(w: &mut dyn Write, v: &T) -> io::Result<()> {
+pub(crate) fn write_json_pretty<T: serde::Serialize>(w: &mut dyn Write, v: &T) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, v)?;
     writeln!(w)
 }

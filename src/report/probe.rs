@@ -12,7 +12,7 @@ use crate::units::{short_size, HumanBytes};
 pub use super::bench::SCHEMA_VERSION;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ProbeTarget {
+pub(crate) struct ProbeTarget {
     pub path: PathBuf,
     /// "block_device" or "file".
     pub kind: &'static str,
@@ -23,7 +23,7 @@ pub struct ProbeTarget {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct AlignmentRow {
+pub(crate) struct AlignmentRow {
     pub alignment: u64,
     pub iops: f64,
     pub mb_per_s: f64,
@@ -33,7 +33,7 @@ pub struct AlignmentRow {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct AlignmentReport {
+pub(crate) struct AlignmentReport {
     pub version: u32,
     pub target: ProbeTarget,
     pub read_size: u64,
@@ -45,7 +45,7 @@ pub struct AlignmentReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct InterfaceRow {
+pub(crate) struct InterfaceRow {
     pub queue_depth: u32,
     pub requests: u64,
     pub request_size: u64,
@@ -57,7 +57,7 @@ pub struct InterfaceRow {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct InterfaceSummary {
+pub(crate) struct InterfaceSummary {
     pub queue_depth: u32,
     /// Least-squares slope of time over request count.
     pub per_request_overhead_us: f64,
@@ -66,7 +66,7 @@ pub struct InterfaceSummary {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct InterfaceReport {
+pub(crate) struct InterfaceReport {
     pub version: u32,
     pub target: ProbeTarget,
     pub bytes: u64,
@@ -113,7 +113,7 @@ impl InterfaceReport {
     }
 }
 
-pub fn write_json<T: Serialize>(w: &mut dyn Write, report: &T) -> io::Result<()> {
+pub(crate) fn write_json<T: Serialize>(w: &mut dyn Write, report: &T) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, report)?;
     writeln!(w)
 }
@@ -133,7 +133,7 @@ fn write_target(w: &mut dyn Write, t: &ProbeTarget) -> io::Result<()> {
     Ok(())
 }
 
-pub fn write_alignment_table(w: &mut dyn Write, r: &AlignmentReport) -> io::Result<()> {
+pub(crate) fn write_alignment_table(w: &mut dyn Write, r: &AlignmentReport) -> io::Result<()> {
     write_target(w, &r.target)?;
     writeln!(
         w,
@@ -185,7 +185,7 @@ pub fn write_alignment_table(w: &mut dyn Write, r: &AlignmentReport) -> io::Resu
     }
 }
 
-pub fn write_alignment_csv(w: &mut dyn Write, r: &AlignmentReport) -> io::Result<()> {
+pub(crate) fn write_alignment_csv(w: &mut dyn Write, r: &AlignmentReport) -> io::Result<()> {
     let mut c = csv::Writer::from_writer(w);
     c.write_record([
         "alignment",
@@ -208,7 +208,7 @@ pub fn write_alignment_csv(w: &mut dyn Write, r: &AlignmentReport) -> io::Result
     c.flush()
 }
 
-pub fn write_interface_table(w: &mut dyn Write, r: &InterfaceReport) -> io::Result<()> {
+pub(crate) fn write_interface_table(w: &mut dyn Write, r: &InterfaceReport) -> io::Result<()> {
     write_target(w, &r.target)?;
     writeln!(
         w,
@@ -244,7 +244,7 @@ pub fn write_interface_table(w: &mut dyn Write, r: &InterfaceReport) -> io::Resu
     Ok(())
 }
 
-pub fn write_interface_csv(w: &mut dyn Write, r: &InterfaceReport) -> io::Result<()> {
+pub(crate) fn write_interface_csv(w: &mut dyn Write, r: &InterfaceReport) -> io::Result<()> {
     let mut c = csv::Writer::from_writer(w);
     c.write_record([
         "queue_depth",

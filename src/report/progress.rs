@@ -6,7 +6,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A spinner counting mapped files; short runs finish before the first tick and never draw.
-pub fn files_spinner() -> ProgressBar {
+pub(crate) fn files_spinner() -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
     if !io::stderr().is_terminal() {
         bar.set_draw_target(ProgressDrawTarget::hidden());

@@ -258,7 +258,7 @@ fn error_json(e: &PathError) -> ErrorJson<'_> {
 /// the schema of [`FileJson`] written by hand, because serde_json escapes every key of
 /// every file (5% of a 100k-file scan's samples in perf) and a scan writes ~700 bytes per
 /// file. `file_json_matches_serde` holds it to serde's bytes.
-pub fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
+pub(crate) fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
     let m = &f.metrics;
     // Inlined, so each constant key is copied by a few moves instead of a memcpy call
     // (39 calls per file were 5% of a one-thread scan's instructions, callgrind).
@@ -475,14 +475,14 @@ fn flags_json(out: &mut Vec<u8>, flags: crate::layout::model::ExtentFlags) {
 }
 
 /// `--format json`, before the first file: {"version", "request_sizes", "files": [
-pub fn write_json_head(out: &mut impl Write, request_sizes: &[u64]) -> io::Result<()> {
+pub(crate) fn write_json_head(out: &mut impl Write, request_sizes: &[u64]) -> io::Result<()> {
     write!(out, "{{\"version\":{SCHEMA_VERSION},\"request_sizes\":")?;
     serde_json::to_writer(&mut *out, request_sizes)?;
     out.write_all(b",\"files\":[")
 }
 
 /// `--format json`, after the last file: ], "summary": {...}}
-pub fn write_json_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
+pub(crate) fn write_json_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
     out.write_all(b"],\"summary\":")?;
     serde_json::to_writer(&mut *out, &summary_json(t))?;
     out.write_all(b"}\n")
@@ -490,7 +490,7 @@ pub fn write_json_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
 
 /// `--format ndjson`: one file object per line (see [`file_json_into`]), then
 /// {"version":1,"summary":{...}}.
-pub fn write_ndjson_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
+pub(crate) fn write_ndjson_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
     #[derive(Serialize)]
     struct Tail<'a> {
         version: u32,
@@ -507,7 +507,7 @@ pub fn write_ndjson_tail(out: &mut impl Write, t: &Totals) -> io::Result<()> {
 }
 
 /// `--format csv` header; request columns repeat per R; model columns with `--model`.
-pub fn write_csv_header(
+pub(crate) fn write_csv_header(
     out: &mut impl Write,
     request_sizes: &[u64],
     model: bool,
@@ -571,7 +571,7 @@ fn csv_field(out: &mut impl Write, v: &[u8]) -> io::Result<()> {
 }
 
 /// One `--format csv` row.
-pub fn csv_row_into(out: &mut Vec<u8>, f: &FileEntry) {
+pub(crate) fn csv_row_into(out: &mut Vec<u8>, f: &FileEntry) {
     let m = &f.metrics;
     let (major, minor) = crate::sys::dev::split(f.file.dev);
     let _ = csv_field(out, f.file.path.as_os_str().to_string_lossy().as_bytes());
@@ -608,7 +608,7 @@ pub fn csv_row_into(out: &mut Vec<u8>, f: &FileEntry) {
 }
 
 /// One line of the human table (see [`write_table`]).
-pub fn table_row_into(out: &mut Vec<u8>, f: &FileEntry) {
+pub(crate) fn table_row_into(out: &mut Vec<u8>, f: &FileEntry) {
     let m = &f.metrics;
     let req = &m.requests[0];
     let _ = write!(
@@ -640,7 +640,7 @@ fn ms(ns: u64) -> String {
 
 /// The human table: one line per listed file (rendered by [`table_row_into`]), then the
 /// summary.
-pub fn write_table(
+pub(crate) fn write_table(
     out: &mut impl Write,
     t: &Totals,
     rows: &[&[u8]],

@@ -21,7 +21,7 @@ pub fn write_info(w: &mut dyn Write, note: &mut dyn Write, info: &ScratchInfo) -
 }
 
 /// One line per mounted scratch file system.
-pub fn write_list(w: &mut dyn Write, list: &[ScratchInfo]) -> io::Result<()> {
+pub(crate) fn write_list(w: &mut dyn Write, list: &[ScratchInfo]) -> io::Result<()> {
     for i in list {
         writeln!(
             w,

@@ -7,7 +7,12 @@ use serde::Serialize;
 use crate::ssd::{BlockTrace, Params, Report};
 use crate::units::HumanBytes;
 
-pub fn write_table(w: &mut impl Write, p: &Params, t: &BlockTrace, r: &Report) -> io::Result<()> {
+pub(crate) fn write_table(
+    w: &mut impl Write,
+    p: &Params,
+    t: &BlockTrace,
+    r: &Report,
+) -> io::Result<()> {
     writeln!(w, "model      {p}")?;
     writeln!(w, "placement  {:?}", r.placement)?;
     writeln!(
@@ -65,7 +70,12 @@ struct Json<'a> {
     report: &'a Report,
 }
 
-pub fn write_json(w: &mut impl Write, p: &Params, t: &BlockTrace, r: &Report) -> io::Result<()> {
+pub(crate) fn write_json(
+    w: &mut impl Write,
+    p: &Params,
+    t: &BlockTrace,
+    r: &Report,
+) -> io::Result<()> {
     let j = Json {
         version: 1,
         kind: "fragkit-ssd",

@@ -9,7 +9,7 @@ use crate::trace::summary::Summary;
 use crate::units::HumanBytes;
 
 /// The hottest `top` ranges (0 = all) and what fragmentation cost the traced accesses.
-pub fn write_summary(w: &mut dyn Write, s: &Summary, top: usize) -> io::Result<()> {
+pub(crate) fn write_summary(w: &mut dyn Write, s: &Summary, top: usize) -> io::Result<()> {
     let shown = if top == 0 {
         s.ranges.len()
     } else {
@@ -82,7 +82,7 @@ pub fn write_summary(w: &mut dyn Write, s: &Summary, top: usize) -> io::Result<(
 }
 
 /// What was traced, how much was lost, where the profile went.
-pub fn write_end(
+pub(crate) fn write_end(
     w: &mut dyn Write,
     stats: &TraceStats,
     profile: &Profile,

@@ -35,7 +35,7 @@ pub struct History {
 
 /// What a finished `fragkit watch` did.
 #[derive(serde::Serialize)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     pub version: u32,
     pub db: PathBuf,
     pub source: &'static str,
@@ -52,12 +52,12 @@ pub struct RunSummary {
     pub request_size: u64,
 }
 
-pub fn write_run_json(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
+pub(crate) fn write_run_json(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
     serde_json::to_writer(&mut *w, r)?;
     writeln!(w)
 }
 
-pub fn write_run_table(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
+pub(crate) fn write_run_table(w: &mut dyn Write, r: &RunSummary) -> io::Result<()> {
     let t = &r.totals;
     writeln!(
         w,

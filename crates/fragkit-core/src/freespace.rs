@@ -118,7 +118,7 @@ fn bucket_of(blocks: u64) -> usize {
 }
 
 /// Build the report from the data device's GETFSMAP records (sorted by physical address).
-pub fn analyse(
+pub(crate) fn analyse(
     fs_type: &str,
     device: &str,
     geo: &GroupGeometry,

@@ -113,7 +113,8 @@ pub fn split_window_list(runs: &[Fragment], size: u64) -> Vec<SplitWindow> {
 
 /// (windows, data bytes) over [`split_window_list`]: what a bypass/pick-style defrag must
 /// rewrite at R to remove every extra request.
-pub fn split_windows(runs: &[Fragment], size: u64) -> (u64, u64) {
+#[cfg(test)]
+pub(crate) fn split_windows(runs: &[Fragment], size: u64) -> (u64, u64) {
     split_window_list(runs, size)
         .iter()
         .fold((0, 0), |(n, b), w| (n + 1, b + w.data_bytes))
@@ -493,7 +494,7 @@ impl FileMetrics {
 
 /// e4defrag's "best" extent count for a file of `blocks` blocks, assuming ext4's default
 /// geometry (32768 blocks per group, 16 groups per flex group) as e4defrag -c does.
-pub fn e4defrag_best_extents(blocks: u64) -> u64 {
+pub(crate) fn e4defrag_best_extents(blocks: u64) -> u64 {
     const BLOCKS_PER_FLEX_GROUP: u64 = 32768 * 16;
     if blocks == 0 {
         0

@@ -83,7 +83,7 @@ impl ModelWorst {
     }
 
     /// Modeled time fragmentation adds to one sequential read of the file.
-    pub fn excess_ns(&self) -> u64 {
+    pub(crate) fn excess_ns(&self) -> u64 {
         self.cost.read_ns - self.cost.contiguous_ns
     }
 }

@@ -534,7 +534,7 @@ fn write_marker(info: &ScratchInfo) -> Result<()> {
 }
 
 /// The file behind a loop device, from sysfs (None if detached).
-pub fn loop_backing_file(dev: &Path) -> Option<PathBuf> {
+pub(crate) fn loop_backing_file(dev: &Path) -> Option<PathBuf> {
     let name = dev.file_name()?.to_string_lossy().into_owned();
     let text = fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
     Some(PathBuf::from(text.trim_end_matches('\n')))

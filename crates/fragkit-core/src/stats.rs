@@ -23,7 +23,7 @@ pub fn trimmed_mean(v: &[f64]) -> f64 {
 }
 
 /// Sample standard deviation (n − 1); 0 for fewer than two values.
-pub fn std_dev(v: &[f64]) -> f64 {
+pub(crate) fn std_dev(v: &[f64]) -> f64 {
     if v.len() < 2 {
         return 0.0;
     }
@@ -42,7 +42,7 @@ pub fn cov(v: &[f64]) -> f64 {
 }
 
 /// Nearest-rank percentile of an ascending slice (p in 0..=100).
-pub fn percentile_sorted<T: Copy + Default>(sorted: &[T], p: f64) -> T {
+pub(crate) fn percentile_sorted<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
         return T::default();
     }

@@ -142,7 +142,7 @@ mod tests {
 
 /// The longest duration any option takes: 100 years. Past it, deadlines computed as
 /// `now + duration` overflow the clock, and nothing fragkit does runs that long.
-pub const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86400.0;
+pub(crate) const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86400.0;
 
 /// Parse a duration: "500ms", "1s", "1.5s", "2m", "1h", "1d"; a bare number is seconds.
 /// At most [`MAX_DURATION_SECS`].

@@ -80,7 +80,7 @@ impl Mode {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct PlannedRange {
+pub(crate) struct PlannedRange {
     pub offset: u64,
     pub length: u64,
     /// Extra requests at the planning request size that moving this range removes.
@@ -95,7 +95,7 @@ pub struct SkippedRange {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct FilePlan {
+pub(crate) struct FilePlan {
     pub ranges: Vec<PlannedRange>,
     pub skipped: Vec<SkippedRange>,
 }
@@ -104,7 +104,7 @@ impl FilePlan {
     pub fn bytes(&self) -> u64 {
         self.ranges.iter().map(|r| r.length).sum()
     }
-    pub fn extra_removed(&self) -> u64 {
+    pub(crate) fn extra_removed(&self) -> u64 {
         self.ranges.iter().map(|r| r.extra_removed).sum()
     }
 }
@@ -155,7 +155,7 @@ fn plan_range(plan: &mut FilePlan, runs: &[Fragment], start: u64, end: u64, r: u
 }
 
 /// Plan every file; `request_size` is R (FragPicker's I/O size; 128 KiB by default).
-pub fn plan_files(files: &[FileEntry], mode: &Mode, request_size: u64) -> Vec<FilePlan> {
+pub(crate) fn plan_files(files: &[FileEntry], mode: &Mode, request_size: u64) -> Vec<FilePlan> {
     let hot = match mode {
         Mode::Pick { profile, hot_pct } => Some(hot_ranges(files, profile, *hot_pct)),
         _ => None,

@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use fragkit_sys::inode::{self, FS_APPEND_FL, FS_IMMUTABLE_FL};
 
 /// Why a file must not be defragmented, if it must not.
-pub fn refusal(file: &File) -> Option<String> {
+pub(crate) fn refusal(file: &File) -> Option<String> {
     if let Ok(flags) = inode::flags(file) {
         if flags & FS_IMMUTABLE_FL != 0 {
             return Some("immutable file (chattr +i): not touched".into());
@@ -44,7 +44,7 @@ fn unescape(p: &str) -> String {
 }
 
 /// (dev, ino) of files some other process has open for writing, from /proc/*/fd.
-pub fn files_open_for_write() -> HashSet<(u64, u64)> {
+pub(crate) fn files_open_for_write() -> HashSet<(u64, u64)> {
     let me = std::process::id().to_string();
     let mut out = HashSet::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {

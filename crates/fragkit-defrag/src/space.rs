@@ -12,7 +12,7 @@ use fragkit_sys::fsmap::{read_fsmap, FsmapError};
 /// Lengths of the free extents of the file system holding `file`, largest first. On ext4
 /// GETFSMAP reports free space per block group, and an allocation never spans groups
 /// either, so each record is a run one allocation can take.
-pub fn free_runs(file: &File) -> Result<Vec<u64>, FsmapError> {
+pub(crate) fn free_runs(file: &File) -> Result<Vec<u64>, FsmapError> {
     let dev = file.metadata().map_err(FsmapError::Io)?.dev();
     let mut runs: Vec<u64> = read_fsmap(file.as_fd(), Some(encode_dev(dev)), 0, u64::MAX)?
         .into_iter()
@@ -26,7 +26,7 @@ pub fn free_runs(file: &File) -> Result<Vec<u64>, FsmapError> {
 /// Piece sizes for `length` bytes: the smallest free run that holds what is left (best
 /// fit), else the largest one and continue. None if all free space together is too small.
 /// `runs` is sorted largest first; pieces are whole blocks.
-pub fn best_fit_pieces(runs: &[u64], length: u64, block_size: u64) -> Option<Vec<u64>> {
+pub(crate) fn best_fit_pieces(runs: &[u64], length: u64, block_size: u64) -> Option<Vec<u64>> {
     let bs = block_size.max(1);
     let mut left = length.div_ceil(bs) * bs;
     let mut pieces = Vec::new();

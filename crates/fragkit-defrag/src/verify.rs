@@ -43,7 +43,7 @@ fn advise(f: &File, offset: u64, length: u64, advice: libc::c_int) {
 
 /// The page cache's readahead window for `f`'s device: its bdi's read_ahead_kb (the
 /// ra_pages every WILLNEED call is clipped to, unless io_pages is larger).
-pub fn read_ahead_window(f: &File) -> u64 {
+pub(crate) fn read_ahead_window(f: &File) -> u64 {
     f.metadata()
         .ok()
         .and_then(|m| {
@@ -56,7 +56,7 @@ pub fn read_ahead_window(f: &File) -> u64 {
 /// Start reading [offset, offset+length) into the page cache, one WILLNEED call per
 /// `window` (each call is clipped to the readahead window): all of it is submitted before
 /// the first page is waited for.
-pub fn prefetch(f: &File, offset: u64, length: u64, window: u64) {
+pub(crate) fn prefetch(f: &File, offset: u64, length: u64, window: u64) {
     let end = offset + length;
     let mut pos = offset;
     while pos < end {
@@ -112,7 +112,7 @@ fn cached_pages(f: &File, offset: u64, length: u64) -> Option<u64> {
 
 /// How the before-checksums of one file were read.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct BeforeReads {
+pub(crate) struct BeforeReads {
     /// Chunks hashed from the page cache after the readahead.
     pub cached: u64,
     /// Chunks that were not (all) cached when hashed and needed their readahead again.
@@ -165,19 +165,19 @@ impl<'a> Sums<'a> {
     }
 
     /// How the before-checksums so far were read.
-    pub fn before_reads(&self) -> BeforeReads {
+    pub(crate) fn before_reads(&self) -> BeforeReads {
         self.reads.get()
     }
 
     /// Readahead of [offset, offset+length) for a migration that is not verified.
-    pub fn prefetch(&self, offset: u64, length: u64) {
+    pub(crate) fn prefetch(&self, offset: u64, length: u64) {
         prefetch(self.file, offset, length, self.window);
     }
 
     /// xxh3-64 of [offset, offset+length) (clipped at EOF): the file's content now, read
     /// through the page cache after readahead, so the migration that follows finds the
     /// range cached. `offset` must be block-aligned (migration ranges are).
-    pub fn hash_before(&self, offset: u64, length: u64) -> std::io::Result<u64> {
+    pub(crate) fn hash_before(&self, offset: u64, length: u64) -> std::io::Result<u64> {
         self.hash_before_with(offset, length, || {})
     }
 
@@ -241,7 +241,7 @@ impl<'a> Sums<'a> {
     /// all of a file's ranges in one pass: one ring, reads of several ranges in flight at
     /// once. Dirty cached data is written back first by the kernel, as for any O_DIRECT
     /// read. The ranges' clean pages are dropped after.
-    pub fn hash_after_all(&self, ranges: &[(u64, u64)]) -> Vec<std::io::Result<u64>> {
+    pub(crate) fn hash_after_all(&self, ranges: &[(u64, u64)]) -> Vec<std::io::Result<u64>> {
         let hashes = match self.direct() {
             Ok(d) => hash_ranges(d, ranges, &mut self.buffer()),
             Err(e) => ranges
@@ -256,7 +256,8 @@ impl<'a> Sums<'a> {
     }
 
     /// hash_after_all of one range.
-    pub fn hash_after(&self, offset: u64, length: u64) -> std::io::Result<u64> {
+    #[cfg(test)]
+    pub(crate) fn hash_after(&self, offset: u64, length: u64) -> std::io::Result<u64> {
         self.hash_after_all(&[(offset, length)])
             .pop()
             .unwrap_or_else(|| Ok(Xxh3::new().digest()))
@@ -503,7 +504,7 @@ fn hash_sync(
 }
 
 /// Make sure what the migration wrote is on the device before reading it back.
-pub fn write_back(f: &File) -> std::io::Result<()> {
+pub(crate) fn write_back(f: &File) -> std::io::Result<()> {
     f.sync_data()
 }
 

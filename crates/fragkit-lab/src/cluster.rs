@@ -79,7 +79,7 @@ pub struct Cluster {
 
 impl Cluster {
     /// One process, no MPI.
-    pub fn solo() -> Cluster {
+    pub(crate) fn solo() -> Cluster {
         Cluster {
             rank: 0,
             size: 1,
@@ -149,7 +149,7 @@ impl Cluster {
     }
 
     /// Every rank's `x`, in rank order, on every rank.
-    pub fn all_gather_f64(&self, x: f64) -> Vec<f64> {
+    pub(crate) fn all_gather_f64(&self, x: f64) -> Vec<f64> {
         match &self.inner {
             Inner::Solo => vec![x],
             #[cfg(feature = "mpi")]
@@ -163,7 +163,7 @@ impl Cluster {
     }
 
     /// Every rank's `x`, in rank order, on every rank.
-    pub fn all_gather_u64(&self, x: u64) -> Vec<u64> {
+    pub(crate) fn all_gather_u64(&self, x: u64) -> Vec<u64> {
         match &self.inner {
             Inner::Solo => vec![x],
             #[cfg(feature = "mpi")]
@@ -177,7 +177,7 @@ impl Cluster {
     }
 
     /// Rank 0's `x` on every rank.
-    pub fn broadcast_u64(&self, x: u64) -> u64 {
+    pub(crate) fn broadcast_u64(&self, x: u64) -> u64 {
         match &self.inner {
             Inner::Solo => x,
             #[cfg(feature = "mpi")]
@@ -334,7 +334,7 @@ impl Cluster {
     }
 
     /// End every rank of the job now with `code`.
-    pub fn abort(&self, code: i32) -> ! {
+    pub(crate) fn abort(&self, code: i32) -> ! {
         match &self.inner {
             Inner::Solo => std::process::exit(code),
             #[cfg(feature = "mpi")]

@@ -184,7 +184,7 @@ impl BlockMap {
 }
 
 /// File fragments of `files` as segments at their physical blocks.
-pub fn file_segments(files: &[FileEntry], colors: &ColorConfig, bs: u64) -> Vec<Segment> {
+pub(crate) fn file_segments(files: &[FileEntry], colors: &ColorConfig, bs: u64) -> Vec<Segment> {
     let mut out = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let frags = f.file.layout.fragments();

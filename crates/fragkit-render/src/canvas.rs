@@ -10,7 +10,7 @@ use ab_glyph::{point, Font, FontRef, PxScale, ScaleFont};
 
 pub(crate) static FONT_BYTES: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
 
-pub type Rgb = [u8; 3];
+pub(crate) type Rgb = [u8; 3];
 
 pub struct Canvas {
     pub width: u32,
@@ -33,7 +33,7 @@ impl Canvas {
         }
     }
 
-    pub fn fill_rect(&mut self, x: u32, y: u32, w: u32, h: u32, c: Rgb) {
+    pub(crate) fn fill_rect(&mut self, x: u32, y: u32, w: u32, h: u32, c: Rgb) {
         let x1 = (x + w).min(self.width);
         let y1 = (y + h).min(self.height);
         for yy in y.min(self.height)..y1 {
@@ -46,7 +46,7 @@ impl Canvas {
     }
 
     /// Outline of a rectangle, one pixel wide.
-    pub fn stroke_rect(&mut self, x: u32, y: u32, w: u32, h: u32, c: Rgb) {
+    pub(crate) fn stroke_rect(&mut self, x: u32, y: u32, w: u32, h: u32, c: Rgb) {
         self.fill_rect(x, y, w, 1, c);
         self.fill_rect(x, y + h.saturating_sub(1), w, 1, c);
         self.fill_rect(x, y, 1, h, c);
@@ -55,13 +55,13 @@ impl Canvas {
 
     /// The CSS/SVG font-size that draws text as tall as `size` does here (ab_glyph scales
     /// by ascent-to-descent height, CSS by the em).
-    pub fn css_font_size(&self, size: f32) -> f32 {
+    pub(crate) fn css_font_size(&self, size: f32) -> f32 {
         let em = self.font.units_per_em().unwrap_or(2048.0);
         size * em / self.font.height_unscaled()
     }
 
     /// Width in pixels of `text` at `size` px.
-    pub fn text_width(&self, text: &str, size: f32) -> f32 {
+    pub(crate) fn text_width(&self, text: &str, size: f32) -> f32 {
         let f = self.font.as_scaled(PxScale::from(size));
         text.chars().map(|c| f.h_advance(f.glyph_id(c))).sum()
     }
@@ -104,7 +104,7 @@ impl Canvas {
 }
 
 /// Encode `width` × `height` 8-bit RGB pixels as PNG.
-pub fn write_rgb_png(
+pub(crate) fn write_rgb_png(
     out: impl Write,
     width: u32,
     height: u32,

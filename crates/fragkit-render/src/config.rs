@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use super::canvas::Rgb;
 
-pub const DEFAULT_COLOR_CNF: &str = include_str!("../configs/color.cnf");
-pub const DEFAULT_IMG_CNF: &str = include_str!("../configs/img.cnf");
+pub(crate) const DEFAULT_COLOR_CNF: &str = include_str!("../configs/color.cnf");
+pub(crate) const DEFAULT_IMG_CNF: &str = include_str!("../configs/img.cnf");
 
 /// Colours of one extension class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,14 +255,14 @@ impl ColorConfig {
     }
 
     /// Class index of a path: 0 = default, 1.. = `classes[i-1]`.
-    pub fn class_of(&self, path: &Path) -> usize {
+    pub(crate) fn class_of(&self, path: &Path) -> usize {
         path.extension()
             .and_then(|e| e.to_str())
             .and_then(|e| self.by_ext.get(&e.to_ascii_lowercase()))
             .map_or(0, |i| i + 1)
     }
 
-    pub fn class_colors(&self, class: usize) -> ClassColors {
+    pub(crate) fn class_colors(&self, class: usize) -> ClassColors {
         if class == 0 {
             self.default
         } else {
@@ -270,7 +270,7 @@ impl ColorConfig {
         }
     }
 
-    pub fn class_label(&self, class: usize) -> String {
+    pub(crate) fn class_label(&self, class: usize) -> String {
         if class == 0 {
             "other extensions".into()
         } else {

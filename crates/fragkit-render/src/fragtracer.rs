@@ -19,9 +19,9 @@ use fragkit_core::scan::FileEntry;
 use super::blockmap::{BlockMap, Kind, Segment};
 use super::config::{ColorConfig, ImgConfig};
 
-pub const INFO_FILE: &str = "fragInfo.txt";
-pub const PROC_FILE: &str = "fragProc.tbl";
-pub const IMAGE_FILE: &str = "fragImg.png";
+pub(crate) const INFO_FILE: &str = "fragInfo.txt";
+pub(crate) const PROC_FILE: &str = "fragProc.tbl";
+pub(crate) const IMAGE_FILE: &str = "fragImg.png";
 
 /// One line of fragProc.tbl.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub struct ArtefactSummary {
 
 /// A name for the tables: the path below `root` (the file name if `root` is the file),
 /// with tab, newline and backslash escaped so every record stays one line of columns.
-pub fn table_name(path: &Path, root: &Path) -> String {
+pub(crate) fn table_name(path: &Path, root: &Path) -> String {
     let rel = path
         .strip_prefix(root)
         .ok()
@@ -76,7 +76,7 @@ fn blocks(bytes: u64, bs: u64) -> u64 {
 
 /// Does a row of fragProc.tbl come from this extent? FragTracer drops unwritten extents;
 /// extents with no place on disk yet (delalloc, unknown, inline) have no LBA to sort by.
-pub fn kept_in_proc(e: &Extent) -> bool {
+pub(crate) fn kept_in_proc(e: &Extent) -> bool {
     e.costs_read_io()
 }
 
@@ -135,7 +135,7 @@ pub fn proc_rows(files: &[&FileEntry]) -> (Vec<ProcRow>, u64) {
     (rows, dropped)
 }
 
-pub fn write_proc(
+pub(crate) fn write_proc(
     out: &mut impl Write,
     files: &[&FileEntry],
     root: &Path,
@@ -159,7 +159,7 @@ pub fn write_proc(
 
 /// FragTracer's picture: the written data of `files` as contiguous runs in LBA order, one
 /// box per block, packed without the gaps between them.
-pub fn compact_map(files: &[&FileEntry], colors: &ColorConfig, title: String) -> BlockMap {
+pub(crate) fn compact_map(files: &[&FileEntry], colors: &ColorConfig, title: String) -> BlockMap {
     let bs = files
         .first()
         .map_or(4096, |f| f.file.layout.block_size.max(1) as u64);

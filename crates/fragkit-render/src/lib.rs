@@ -7,7 +7,7 @@
 
 pub mod bars;
 pub mod blockmap;
-pub mod canvas;
+pub(crate) mod canvas;
 pub mod config;
 pub mod fragtracer;
 pub mod picture;

@@ -37,7 +37,7 @@ pub fn save_png(
 }
 
 /// Distinguishable line colours (Tableau 10).
-pub const PALETTE: [RGBColor; 8] = [
+pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),

@@ -29,7 +29,7 @@ pub fn encode_dev(dev: u64) -> u32 {
 }
 
 /// Name of the block device behind a userspace dev_t ("loop3"), from /sys/dev/block.
-pub fn block_name(dev: u64) -> Option<String> {
+pub(crate) fn block_name(dev: u64) -> Option<String> {
     let (major, minor) = split(dev);
     let link = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}")).ok()?;
     Some(link.file_name()?.to_string_lossy().into_owned())

@@ -108,7 +108,7 @@ impl FsInfo {
 }
 
 /// FIGETBSZ on an open file: the unit FIEMAP-based tools (filefrag) count blocks in.
-pub fn block_size_of(fd: BorrowedFd<'_>) -> io::Result<u32> {
+pub(crate) fn block_size_of(fd: BorrowedFd<'_>) -> io::Result<u32> {
     let mut bs: libc::c_int = 0;
     // SAFETY: FIGETBSZ writes one int.
     if unsafe { libc::ioctl(fd.as_raw_fd(), FIGETBSZ as _, &mut bs) } < 0 || bs <= 0 {

@@ -10,21 +10,28 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 /// FS_IOC_GETFSMAP = _IOWR('X', 59, struct fsmap_head) (include/uapi/linux/fsmap.h).
 const FS_IOC_GETFSMAP: libc::c_ulong = 0xC0C0_583B;
 
-/// fmr_flags (include/uapi/linux/fsmap.h).
-pub const FMR_OF_PREALLOC: u32 = 0x1;
-pub const FMR_OF_ATTR_FORK: u32 = 0x2;
-pub const FMR_OF_EXTENT_MAP: u32 = 0x4;
-pub const FMR_OF_SHARED: u32 = 0x8;
-pub const FMR_OF_SPECIAL_OWNER: u32 = 0x10;
-pub const FMR_OF_LAST: u32 = 0x20;
-
-const fn fmr_owner(kind: u8, code: u32) -> u64 {
-    ((kind as u64) << 32) | code as u64
+/// fmr_flags (include/uapi/linux/fsmap.h), the header's whole set; not all are read here.
+#[allow(dead_code)]
+mod unread_flags {
+    pub(crate) const FMR_OF_PREALLOC: u32 = 0x1;
+    pub(crate) const FMR_OF_ATTR_FORK: u32 = 0x2;
+    pub(crate) const FMR_OF_EXTENT_MAP: u32 = 0x4;
+    pub(crate) const FMR_OF_SHARED: u32 = 0x8;
 }
-/// Generic special owners (include/uapi/linux/fsmap.h).
-pub const FMR_OWN_FREE: u64 = fmr_owner(0, 1);
-pub const FMR_OWN_UNKNOWN: u64 = fmr_owner(0, 2);
-pub const FMR_OWN_METADATA: u64 = fmr_owner(0, 3);
+pub(crate) const FMR_OF_SPECIAL_OWNER: u32 = 0x10;
+pub(crate) const FMR_OF_LAST: u32 = 0x20;
+
+/// Generic special owners (include/uapi/linux/fsmap.h); fragkit decodes owners by file
+/// system (below), so these stay as the header's reference.
+#[allow(dead_code)]
+mod generic_owners {
+    const fn fmr_owner(kind: u8, code: u32) -> u64 {
+        ((kind as u64) << 32) | code as u64
+    }
+    pub(crate) const FMR_OWN_FREE: u64 = fmr_owner(0, 1);
+    pub(crate) const FMR_OWN_UNKNOWN: u64 = fmr_owner(0, 2);
+    pub(crate) const FMR_OWN_METADATA: u64 = fmr_owner(0, 3);
+}
 
 /// struct fsmap (64 bytes).
 #[repr(C)]

@@ -14,7 +14,7 @@ pub mod alloc;
 pub mod btrfs_space;
 pub mod clock;
 pub mod clone;
-pub mod console;
+pub(crate) mod console;
 pub mod dev;
 pub mod fiemap;
 pub mod freeze;

@@ -41,7 +41,7 @@ static UNDO: [AtomicPtr<Undo>; SLOTS] = [const { AtomicPtr::new(null_mut()) }; S
 /// A registered undo; dropping it (once the change was put back the normal way)
 /// unregisters it. The record itself is never freed: a handler running on another thread
 /// may still be reading it, and there are a few per run.
-pub struct UndoGuard(usize);
+pub(crate) struct UndoGuard(usize);
 
 impl Drop for UndoGuard {
     fn drop(&mut self) {
@@ -71,7 +71,7 @@ fn register(u: Undo) -> Option<UndoGuard> {
 }
 
 /// If a signal ends the process, write `value` to `path` first.
-pub fn undo_on_signal_write(path: &Path, value: &str) -> Option<UndoGuard> {
+pub(crate) fn undo_on_signal_write(path: &Path, value: &str) -> Option<UndoGuard> {
     let path = CString::new(path.as_os_str().as_bytes()).ok()?;
     register(Undo::Write {
         path,
@@ -81,7 +81,11 @@ pub fn undo_on_signal_write(path: &Path, value: &str) -> Option<UndoGuard> {
 
 /// If a signal ends the process, call ioctl(fd, request, arg) first; `fd` must stay open
 /// until the guard is dropped.
-pub fn undo_on_signal_ioctl(fd: RawFd, request: libc::c_ulong, arg: Vec<u8>) -> Option<UndoGuard> {
+pub(crate) fn undo_on_signal_ioctl(
+    fd: RawFd,
+    request: libc::c_ulong,
+    arg: Vec<u8>,
+) -> Option<UndoGuard> {
     register(Undo::Ioctl {
         fd,
         request,

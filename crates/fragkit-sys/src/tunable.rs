@@ -64,7 +64,7 @@ impl SysfsTunable {
 
     /// Set the knob file `knob` to `value`, remembering its old value; None if it does
     /// not exist.
-    pub fn set_knob(knob: PathBuf, value: &str) -> io::Result<Option<SysfsTunable>> {
+    pub(crate) fn set_knob(knob: PathBuf, value: &str) -> io::Result<Option<SysfsTunable>> {
         let Ok(old) = std::fs::read_to_string(&knob) else {
             return Ok(None);
         };

@@ -51,7 +51,7 @@ impl BlockEvent {
 
 /// The operation in a tracepoint's rwbs string (blk_fill_rwbs): an optional leading 'F'
 /// (preflush), then W, R, D (discard), F (flush) or N.
-pub fn op_of_rwbs(rwbs: &[u8]) -> Option<Op> {
+pub(crate) fn op_of_rwbs(rwbs: &[u8]) -> Option<Op> {
     let s: Vec<u8> = rwbs.iter().copied().take_while(|&c| c != 0).collect();
     let body = match s.as_slice() {
         [b'F', rest @ ..] if !rest.is_empty() && b"WRDFN".contains(&rest[0]) => rest,
@@ -68,7 +68,7 @@ pub fn op_of_rwbs(rwbs: &[u8]) -> Option<Op> {
 
 /// Pairs issues with completions (same sector and operation, first in first out).
 #[derive(Default)]
-pub struct Pairing {
+pub(crate) struct Pairing {
     requests: Vec<Request>,
     open: HashMap<(u64, u8), VecDeque<usize>>,
     pub unmatched_completions: u64,
@@ -126,7 +126,7 @@ impl Pairing {
 
 /// Kernel dev_t of a whole block device; partitions are refused (the tracepoints report
 /// the disk and disk-relative sectors).
-pub fn block_dev(path: &Path) -> Result<(u32, String)> {
+pub(crate) fn block_dev(path: &Path) -> Result<(u32, String)> {
     let md = fs::metadata(path).map_err(|e| anyhow!("--block {}: {e}", path.display()))?;
     if !md.file_type().is_block_device() {
         bail!("--block {}: not a block device", path.display());

@@ -14,7 +14,7 @@
 
 /// What the tracer cannot see, said wherever its numbers are shown (`--help`, summaries):
 /// I/O through these paths never reaches the traced syscalls, so a profile undercounts it.
-pub const NOT_TRACED: &str =
+pub(crate) const NOT_TRACED: &str =
     "mmap page faults, io_uring, AIO (io_submit), sendfile, splice and copy_file_range";
 
 pub mod block;

@@ -69,7 +69,7 @@ const _: () = {
     assert!(offset_of!(Event, gen) == offset_of!(C, gen));
 };
 
-pub const OP_WRITE: u8 = 1;
+pub(crate) const OP_WRITE: u8 = 1;
 
 impl Event {
     pub fn parse(data: &[u8]) -> Option<Event> {
@@ -79,10 +79,10 @@ impl Event {
         // SAFETY: Event is plain old data and `data` holds at least one.
         Some(unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<Event>()) })
     }
-    pub fn is_write(&self) -> bool {
+    pub(crate) fn is_write(&self) -> bool {
         self.op == OP_WRITE
     }
-    pub fn is_direct(&self) -> bool {
+    pub(crate) fn is_direct(&self) -> bool {
         self.direct != 0
     }
     /// Device as "major:minor".
@@ -134,7 +134,7 @@ const RING_BYTES: u64 = 16 << 20;
 const POLL: Duration = Duration::from_millis(100);
 
 /// Everything the kernel must offer, checked up front so the error names what is missing.
-pub fn check_prerequisites() -> Result<()> {
+pub(crate) fn check_prerequisites() -> Result<()> {
     if !nix::unistd::geteuid().is_root() {
         bail!("fragkit trace needs root (it loads eBPF programs: CAP_BPF and CAP_PERFMON); run it as root, e.g. with sudo");
     }

@@ -72,7 +72,7 @@ impl Range {
 
 /// One traced call, as the range model needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Call {
+pub(crate) struct Call {
     pub offset: u64,
     pub bytes: u64,
     pub write: bool,
@@ -87,7 +87,7 @@ pub struct Call {
 /// Accesses of one file, deduplicated by exact aligned range (repeated hot reads cost one
 /// map entry, not one per call).
 #[derive(Debug, Clone, Default)]
-pub struct FileAccesses {
+pub(crate) struct FileAccesses {
     pub block_size: u64,
     /// Readahead window for this file's device, bytes.
     pub read_ahead: u64,
@@ -109,7 +109,7 @@ impl FileAccesses {
     }
 
     /// The aligned (and, for sequential buffered reads, readahead-extended) range of a call.
-    pub fn access_range(&self, c: &Call) -> (u64, u64) {
+    pub(crate) fn access_range(&self, c: &Call) -> (u64, u64) {
         let (start, mut end) = align(c.offset, c.bytes, self.block_size);
         if let (false, false, Some(ra_end)) = (c.write, c.direct, c.readahead_to) {
             let eof = c.file_size.div_ceil(self.block_size) * self.block_size;

@@ -27,7 +27,7 @@ fn on_dev(m: &fs::Metadata, path: &Path, dev: u32) -> bool {
 }
 
 /// The path under which process `tgid` has (dev, ino) open, if it still has.
-pub fn from_proc(tgid: u32, dev: u32, ino: u64) -> Option<PathBuf> {
+pub(crate) fn from_proc(tgid: u32, dev: u32, ino: u64) -> Option<PathBuf> {
     let dir = fs::read_dir(format!("/proc/{tgid}/fd")).ok()?;
     for ent in dir.flatten() {
         // metadata() follows the magic link to the open file itself.
@@ -51,7 +51,7 @@ pub fn from_proc(tgid: u32, dev: u32, ino: u64) -> Option<PathBuf> {
 
 /// The superblock's dev_t (kernel encoding) of the file system holding `path`, from the
 /// mountinfo entry with the longest mount point that contains it.
-pub fn superblock_dev(path: &Path) -> Option<u32> {
+pub(crate) fn superblock_dev(path: &Path) -> Option<u32> {
     let path = path.canonicalize().ok()?;
     let mounts = mountinfo::read().ok()?;
     let m = mountinfo::containing(&mounts, &path)?;
@@ -59,7 +59,7 @@ pub fn superblock_dev(path: &Path) -> Option<u32> {
 }
 
 /// Mount point of the device (kernel dev_t), preferring a mount of the file system's root.
-pub fn mount_point(dev: u32) -> Option<PathBuf> {
+pub(crate) fn mount_point(dev: u32) -> Option<PathBuf> {
     let (ma, mi) = dev::kernel_dev_parts(dev);
     let mut best: Option<PathBuf> = None;
     for m in mountinfo::read().ok()? {
@@ -89,7 +89,7 @@ const FILEID_INO32_GEN: i32 = 1;
 const XFS_FILEID_INO64_GEN: i32 = 0x81;
 
 /// Outcome of asking the kernel for a file by handle.
-pub enum ByHandle {
+pub(crate) enum ByHandle {
     Found(PathBuf),
     /// The file no longer exists (ESTALE): no point walking for it.
     Gone,
@@ -98,7 +98,7 @@ pub enum ByHandle {
 }
 
 /// Open (ino, gen) on the file system mounted at `mount` and read back its path.
-pub fn by_handle(mount: &Path, dev: u32, ino: u64, gen: u32) -> ByHandle {
+pub(crate) fn by_handle(mount: &Path, dev: u32, ino: u64, gen: u32) -> ByHandle {
     let Ok(dir) = fs::File::open(mount) else {
         return ByHandle::Unsupported;
     };
@@ -162,7 +162,7 @@ pub fn by_handle(mount: &Path, dev: u32, ino: u64, gen: u32) -> ByHandle {
 
 /// Walk the mount of `dev` (staying on it) until every inode in `inos` has a path or the
 /// deadline passes (a walk of a big root file system can take minutes).
-pub fn by_walk(dev: u32, inos: &HashSet<u64>, deadline: Instant) -> HashMap<u64, PathBuf> {
+pub(crate) fn by_walk(dev: u32, inos: &HashSet<u64>, deadline: Instant) -> HashMap<u64, PathBuf> {
     let mut found = HashMap::new();
     let Some(root) = mount_point(dev) else {
         return found;

@@ -15,10 +15,10 @@ use fragkit_core::layout::walk::{self, Root, ScannedFile, WalkOptions, WalkStats
 use fragkit_core::metrics::FileMetrics;
 
 /// Files whose block runs the engine keeps for the live map, and runs kept per file.
-pub const MAP_FILES: usize = 256;
-pub const MAP_RUNS: usize = 512;
+pub(crate) const MAP_FILES: usize = 256;
+pub(crate) const MAP_RUNS: usize = 512;
 /// Ticks of totals kept in memory for the live page.
-pub const LIVE_SERIES: usize = 900;
+pub(crate) const LIVE_SERIES: usize = 900;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -111,7 +111,7 @@ pub fn now() -> f64 {
 }
 
 /// Lower-case extension, "" when none: the per-extension group key.
-pub fn extension_of(p: &Path) -> String {
+pub(crate) fn extension_of(p: &Path) -> String {
     p.extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default()
@@ -588,7 +588,7 @@ impl Engine {
     }
 
     /// What the engine holds for the file at `path`.
-    pub fn summary_of(&self, path: &Path) -> Option<FileSummary> {
+    pub(crate) fn summary_of(&self, path: &Path) -> Option<FileSummary> {
         self.files
             .get(path)
             .map(|slot| self.files.rec(slot).summary())

@@ -248,7 +248,7 @@ impl Fanotify {
 
     /// Read what is queued now (non-blocking) into the changes for the next tick,
     /// disarming each file written.
-    pub fn pump(&mut self) -> io::Result<()> {
+    pub(crate) fn pump(&mut self) -> io::Result<()> {
         let mut got = Vec::new();
         self.read_queue(&mut got, true)?;
         if matches!(self.pending.last(), Some(Change::Overflow)) {
@@ -311,7 +311,7 @@ impl Fanotify {
 
     /// Drop (true) or keep (false) FAN_OPEN events caused by fragkit itself: on while it
     /// maps a whole tree, where each of its opens would otherwise be a change.
-    pub fn skip_own_opens(&mut self, on: bool) {
+    pub(crate) fn skip_own_opens(&mut self, on: bool) {
         self.skip_own_opens = on;
     }
 

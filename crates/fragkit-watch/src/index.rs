@@ -62,7 +62,7 @@ impl Rec {
     }
 
     /// Store `s`; returns whether the record changed (as the record can hold it).
-    pub fn set_summary(&mut self, s: &FileSummary) -> bool {
+    pub(crate) fn set_summary(&mut self, s: &FileSummary) -> bool {
         let before = (
             self.size,
             self.allocated,
@@ -178,7 +178,7 @@ impl FileIndex {
     }
 
     /// Update a file's counters; returns whether they changed.
-    pub fn set_summary(&mut self, slot: u32, s: &FileSummary) -> bool {
+    pub(crate) fn set_summary(&mut self, slot: u32, s: &FileSummary) -> bool {
         let r = &mut self.recs[slot as usize];
         let old = r.fragments;
         let changed = r.set_summary(s);
@@ -192,7 +192,7 @@ impl FileIndex {
         changed
     }
 
-    pub fn set_seen(&mut self, slot: u32, gen: u32) {
+    pub(crate) fn set_seen(&mut self, slot: u32, gen: u32) {
         self.recs[slot as usize].seen = gen;
     }
 

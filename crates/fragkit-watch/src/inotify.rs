@@ -56,7 +56,7 @@ impl Inotify {
     }
 
     /// Directories watched (one kernel watch each).
-    pub fn watches(&self) -> usize {
+    pub(crate) fn watches(&self) -> usize {
         self.dirs.len()
     }
 

@@ -129,14 +129,14 @@ impl Source {
 
     /// While mapping a whole tree: read events as they come (`pump`) and drop the opens
     /// fragkit itself causes (fanotify only).
-    pub fn mapping_tree(&mut self, on: bool) {
+    pub(crate) fn mapping_tree(&mut self, on: bool) {
         if let Source::Fanotify(f) = self {
             f.skip_own_opens(on);
         }
     }
 
     /// Read what is queued now, for the next tick (fanotify; inotify reads at the tick).
-    pub fn pump(&mut self) -> io::Result<()> {
+    pub(crate) fn pump(&mut self) -> io::Result<()> {
         match self {
             Source::Fanotify(f) => f.pump(),
             Source::Inotify(_) => Ok(()),

@@ -7,7 +7,7 @@ use super::engine::Engine;
 use crate::store::Totals;
 
 /// Files listed by name in the snapshot and in /metrics (the most fragmented ones).
-pub const TOP_FILES: usize = 50;
+pub(crate) const TOP_FILES: usize = 50;
 
 fn totals_json(t: &Totals) -> serde_json::Value {
     json!({

@@ -27,17 +27,17 @@ use tower::ServiceExt;
 
 /// Time a client gets to send a request's head (line and headers). Enough for any real
 /// client on a loopback or LAN link; a half-sent request is closed after it.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connections served at once (each open page holds one for its event stream). Further
 /// connections are accepted and closed at once, so they cannot pile up.
-pub const MAX_CONNECTIONS: usize = 64;
+pub(crate) const MAX_CONNECTIONS: usize = 64;
 
 const PAGE: &str = include_str!("page.html");
 
 /// The latest tick as the server hands it out.
 #[derive(Default)]
-pub struct Published {
+pub(crate) struct Published {
     pub json: Arc<String>,
     pub metrics: Arc<String>,
 }

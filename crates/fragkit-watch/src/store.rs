@@ -255,7 +255,7 @@ impl Store {
     }
 
     /// The live (not deleted) file with this inode, if any: (id, path).
-    pub fn file_by_inode(&self, dev: u64, ino: u64) -> Result<Option<(i64, String)>> {
+    pub(crate) fn file_by_inode(&self, dev: u64, ino: u64) -> Result<Option<(i64, String)>> {
         Ok(self
             .conn
             .prepare_cached(
@@ -268,7 +268,7 @@ impl Store {
     }
 
     /// Ids of all files not marked deleted.
-    pub fn live_ids(&self) -> Result<Vec<i64>> {
+    pub(crate) fn live_ids(&self) -> Result<Vec<i64>> {
         let mut st = self
             .conn
             .prepare_cached("SELECT id FROM files WHERE deleted IS NULL")?;
@@ -278,7 +278,7 @@ impl Store {
         Ok(ids)
     }
 
-    pub fn new_file(
+    pub(crate) fn new_file(
         &self,
         path: &str,
         dev: u64,

@@ -3,7 +3,7 @@
 
 use std::alloc::{self, Layout};
 
-pub const BUFFER_ALIGN: usize = 4096;
+pub(crate) const BUFFER_ALIGN: usize = 4096;
 
 /// A zero-initialised heap buffer aligned to [`BUFFER_ALIGN`].
 pub struct AlignedBuf {
@@ -29,7 +29,7 @@ impl AlignedBuf {
 
     /// A buffer filled with bytes that vary per position, so no layer below can
     /// deduplicate or compress written data away.
-    pub fn patterned(len: usize, seed: u8) -> AlignedBuf {
+    pub(crate) fn patterned(len: usize, seed: u8) -> AlignedBuf {
         let mut b = AlignedBuf::new(len);
         for (i, x) in b.as_mut_slice().iter_mut().enumerate() {
             *x = seed ^ (i as u8).wrapping_mul(31) ^ (i >> 12) as u8;

@@ -53,7 +53,7 @@ impl QueueLimits {
     }
 }
 
-pub fn page_size() -> u64 {
+pub(crate) fn page_size() -> u64 {
     // SAFETY: sysconf has no memory-safety preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n > 0 {
@@ -194,7 +194,7 @@ impl BlockDevice {
     }
 
     /// Resolve MAJ:MIN through /sys/dev/block (a partition's parent is the whole disk).
-    pub fn from_numbers(major: u32, minor: u32) -> Result<BlockDevice> {
+    pub(crate) fn from_numbers(major: u32, minor: u32) -> Result<BlockDevice> {
         let link = format!("/sys/dev/block/{major}:{minor}");
         let real = fs::canonicalize(&link).map_err(|_| anyhow!("{link}: no such device"))?;
         let name = file_name(&real).ok_or_else(|| anyhow!("{link}: unnamed device"))?;

@@ -86,7 +86,7 @@ pub fn open(kind: EngineKind, fd: RawFd, qd: u32) -> io::Result<Box<dyn Engine>>
 }
 
 /// pread(2)/pwrite(2): each request completes inside `queue`.
-pub struct PsyncEngine {
+pub(crate) struct PsyncEngine {
     fd: RawFd,
     done: Vec<Completion>,
 }

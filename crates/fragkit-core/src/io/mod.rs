@@ -16,9 +16,9 @@ pub mod buf;
 pub mod device;
 pub mod engine;
 pub mod job;
-pub mod uring;
+pub(crate) mod uring;
 
-pub use device::{BlockDevice, DeviceDelta, DeviceStats, QueueLimits};
+pub use device::{BlockDevice, DeviceDelta};
 pub use engine::{EngineKind, Op};
 pub use job::{
     drop_caches, planned_requests, run_job, run_job_observed, JobResult, JobSpec, Pattern,

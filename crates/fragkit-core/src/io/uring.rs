@@ -14,7 +14,7 @@ use io_uring::{opcode, types, IoUring};
 
 use super::engine::{Completion, Engine, Op, Request};
 
-pub struct UringEngine {
+pub(crate) struct UringEngine {
     ring: IoUring,
     fd: RawFd,
     /// Submit each request as it is queued (queue depth above 1).

@@ -130,7 +130,8 @@ impl FileLayout {
     }
 
     /// Bytes in extents carrying `flag`.
-    pub fn bytes_with(&self, flag: ExtentFlags) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn bytes_with(&self, flag: ExtentFlags) -> u64 {
         self.extents
             .iter()
             .filter(|e| e.flags.contains(flag))

@@ -16,5 +16,5 @@ pub mod params;
 pub mod trace;
 
 pub use model::{Placement, Report, Ssd};
-pub use params::{ParamError, Params};
+pub use params::Params;
 pub use trace::{BlockTrace, Op, Request};

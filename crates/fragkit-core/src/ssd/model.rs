@@ -389,7 +389,7 @@ impl Ssd {
         t
     }
 
-    pub fn submit(&mut self, r: &Request) {
+    pub(crate) fn submit(&mut self, r: &Request) {
         let start = self.start_time(r);
         self.seq += 1;
         let done = match r.op {

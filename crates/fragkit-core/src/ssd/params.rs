@@ -17,7 +17,7 @@ use std::fmt;
 use serde::Serialize;
 
 /// NVMeVirt maps in 4 KiB units (`ssd.c`: `secsz = 512`, `secs_per_pg = 8`) [DA].
-pub const MAP_UNIT: u64 = 4096;
+pub(crate) const MAP_UNIT: u64 = 4096;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Params {
@@ -99,7 +99,7 @@ impl Params {
     /// A device known by its measured g and S (e.g. from `fragkit probe alignment`); all
     /// timings are fast24's. Dies = S / g; channels = fast24's 4 when the dies divide by
     /// 4, else one die per channel.
-    pub fn from_g_s(name: &str, g: u64, s: u64) -> Result<Params, ParamError> {
+    pub(crate) fn from_g_s(name: &str, g: u64, s: u64) -> Result<Params, ParamError> {
         if g == 0 || s == 0 {
             return Err(bad(format!(
                 "model {name}: g and S must be > 0 (got g={g}, S={s})"
@@ -174,7 +174,7 @@ impl Params {
     }
 
     /// Stripe S = g × dies.
-    pub fn stripe_bytes(&self) -> u64 {
+    pub(crate) fn stripe_bytes(&self) -> u64 {
         self.g_bytes * self.dies() as u64
     }
 
@@ -228,7 +228,7 @@ impl Params {
     }
 
     /// Nanoseconds to move `bytes` at `mb_s` (MB = 10^6 bytes), rounded up.
-    pub fn xfer_ns(bytes: u64, mb_s: u64) -> u64 {
+    pub(crate) fn xfer_ns(bytes: u64, mb_s: u64) -> u64 {
         (bytes * 1000).div_ceil(mb_s)
     }
 }

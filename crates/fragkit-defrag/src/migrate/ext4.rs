@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use super::{donor_for, not_better, Migrator, RangeOutcome, Target};
 use fragkit_sys::move_ext::move_ext;
 
-pub struct MoveExt;
+pub(crate) struct MoveExt;
 
 impl Migrator for MoveExt {
     fn primitive(&self) -> &'static str {

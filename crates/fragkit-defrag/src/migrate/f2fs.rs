@@ -56,7 +56,7 @@ impl Migrator for Defragment {
 pub struct Rewrite;
 
 /// ipu_policy with no in-place-update condition: every rewrite goes out of place.
-pub const OUT_OF_PLACE_POLICY: &str = "0";
+pub(crate) const OUT_OF_PLACE_POLICY: &str = "0";
 
 impl Migrator for Rewrite {
     fn primitive(&self) -> &'static str {

@@ -80,7 +80,7 @@ pub enum Goal {
 
 /// What happened to one range.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RangeOutcome {
+pub(crate) enum RangeOutcome {
     /// Moved; bytes the migration wrote (data copied by the kernel), and how the range's
     /// counts changed (judged on the donor before the move, or on the result after it).
     Moved { bytes: u64, judged: Judgement },
@@ -125,7 +125,7 @@ pub enum SkipKind {
     Interrupted,
 }
 
-pub trait Migrator: Sync {
+pub(crate) trait Migrator: Sync {
     /// The primitive used, for reports ("EXT4_IOC_MOVE_EXT").
     fn primitive(&self) -> &'static str;
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome>;
@@ -139,7 +139,7 @@ pub enum Method {
 }
 
 /// The migrator for a file system, by statfs magic.
-pub fn for_fs(magic: u64, method: Method, unshare: bool) -> Result<Box<dyn Migrator>> {
+pub(crate) fn for_fs(magic: u64, method: Method, unshare: bool) -> Result<Box<dyn Migrator>> {
     if method == Method::Rewrite {
         // F2FS rewrites out of place by itself (given the ipu_policy): no punch needed.
         if magic == F2FS_MAGIC {
@@ -163,7 +163,7 @@ pub fn for_fs(magic: u64, method: Method, unshare: bool) -> Result<Box<dyn Migra
 const DONOR_TRIES: usize = 6;
 
 /// Why a range was not moved because no donor was better than the range as it is.
-pub fn not_better(best: Option<Judgement>, length: u64) -> RangeOutcome {
+pub(crate) fn not_better(best: Option<Judgement>, length: u64) -> RangeOutcome {
     RangeOutcome::Skipped(Skip::new(
         SkipKind::NotBetter,
         match best {
@@ -196,7 +196,7 @@ pub fn settles(goal: Goal, offset: u64, length: u64) -> bool {
 }
 
 /// Marker at the start of the skip reason, so callers can retry with smaller pieces.
-pub const NO_CONTIGUOUS: &str = "no contiguous space";
+pub(crate) const NO_CONTIGUOUS: &str = "no contiguous space";
 
 /// A temporary file in `dir` with [offset, offset+length) preallocated so that moving the
 /// range there is better (see [`Judgement::better`]) and, for pick and bypass, leaves every
@@ -207,7 +207,7 @@ pub const NO_CONTIGUOUS: &str = "no contiguous space";
 /// a donor that lands in them is kept open (holding those holes) while the next attempt
 /// is pushed further out, and all of them are released when the caller drops the result.
 #[allow(clippy::type_complexity)]
-pub fn donor_for(
+pub(crate) fn donor_for(
     t: &Target<'_>,
     offset: u64,
     length: u64,
@@ -332,7 +332,7 @@ fn donor_steps(
 
 /// The judgement of a move the kernel placed itself (btrfs, f2fs, rewrite): the file's
 /// extents now against `t.extents` from before it.
-pub fn judge_result(t: &Target<'_>, offset: u64, length: u64) -> Result<Judgement> {
+pub(crate) fn judge_result(t: &Target<'_>, offset: u64, length: u64) -> Result<Judgement> {
     // FIEMAP_FLAG_SYNC: the new extents have their addresses only once written back (on
     // btrfs also once their ordered extents completed); this waits for that, no commit.
     judge_mapped(t, offset, length, true)
@@ -340,7 +340,12 @@ pub fn judge_result(t: &Target<'_>, offset: u64, length: u64) -> Result<Judgemen
 
 /// As [`judge_result`]; `sync: false` where the blocks were placed before writeback
 /// (fallocate on ext4 and xfs), so the map is read without writing anything back.
-pub fn judge_mapped(t: &Target<'_>, offset: u64, length: u64, sync: bool) -> Result<Judgement> {
+pub(crate) fn judge_mapped(
+    t: &Target<'_>,
+    offset: u64,
+    length: u64,
+    sync: bool,
+) -> Result<Judgement> {
     let (lo, hi) = judged_span(offset, length, t.request_size, t.block_size);
     let now = fiemap::read_extents_span(t.file.as_fd(), sync, lo, hi)?;
     Ok(judge(
@@ -355,7 +360,12 @@ pub fn judge_mapped(t: &Target<'_>, offset: u64, length: u64, sync: bool) -> Res
 
 /// The part of a file [`judge`] looks at for a range: the R-windows it touches and a block
 /// either side; mapping only this keeps defrag linear in a file's extents.
-pub fn judged_span(offset: u64, length: u64, request_size: u64, block_size: u64) -> (u64, u64) {
+pub(crate) fn judged_span(
+    offset: u64,
+    length: u64,
+    request_size: u64,
+    block_size: u64,
+) -> (u64, u64) {
     let r = request_size.max(1);
     let end = offset + length;
     (
@@ -381,7 +391,7 @@ fn fragments_in(
 }
 
 /// Copy [offset, offset+length) from one file to the same offsets of another.
-pub fn copy_range_data(from: &File, to: &File, offset: u64, length: u64) -> io::Result<()> {
+pub(crate) fn copy_range_data(from: &File, to: &File, offset: u64, length: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; (1 << 20).min(length as usize).max(1)];
     let mut pos = offset;

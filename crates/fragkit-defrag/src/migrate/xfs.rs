@@ -33,7 +33,7 @@ const XFS_IOC_COMMIT_RANGE: libc::c_ulong =
 /// XFS_EXCHANGE_RANGE_DSYNC: flush data and metadata before returning.
 const XFS_EXCHANGE_RANGE_DSYNC: u64 = 1 << 1;
 
-pub struct CommitRange;
+pub(crate) struct CommitRange;
 
 impl Migrator for CommitRange {
     fn primitive(&self) -> &'static str {

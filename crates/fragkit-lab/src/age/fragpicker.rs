@@ -28,7 +28,7 @@ const SMALL: u64 = 4096;
 const SMALL_PER_ROUND: u64 = 32;
 const BIG: u64 = 128 * 1024;
 /// Bytes each file grows by per round.
-pub const ROUND_BYTES: u64 = SMALL * SMALL_PER_ROUND + BIG;
+pub(crate) const ROUND_BYTES: u64 = SMALL * SMALL_PER_ROUND + BIG;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SyntheticReport {

@@ -39,13 +39,13 @@ pub const DEFAULT_SEED: u64 = 67005;
 
 /// The seeded generator every aging workload draws from: ChaCha8, a fixed algorithm, so
 /// the same seed gives the same file set on every machine and every rand release.
-pub fn seeded_rng(seed: u64) -> ChaCha8Rng {
+pub(crate) fn seeded_rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
 
 /// A page-aligned buffer (usable with O_DIRECT) of at least 4 KiB filled with seeded
 /// pseudo-random bytes: incompressible, so no layer can shrink what is written.
-pub fn seeded_buf(len: usize, seed: u64) -> AlignedBuf {
+pub(crate) fn seeded_buf(len: usize, seed: u64) -> AlignedBuf {
     let mut b = AlignedBuf::new(len.max(4096));
     seeded_rng(seed).fill_bytes(b.as_mut_slice());
     b
@@ -107,7 +107,7 @@ impl FsUsage {
 }
 
 /// The mount point a path lives under: the highest ancestor on the same device.
-pub fn mount_point_of(path: &Path) -> Result<PathBuf> {
+pub(crate) fn mount_point_of(path: &Path) -> Result<PathBuf> {
     let abs = path
         .canonicalize()
         .with_context(|| format!("{}: no such file or directory", path.display()))?;
@@ -124,7 +124,7 @@ pub fn mount_point_of(path: &Path) -> Result<PathBuf> {
 
 /// Generators that fill or churn a whole file system only run on fragkit scratch file
 /// systems unless the caller forces it.
-pub fn require_scratch(path: &Path, force: bool, what: &str) -> Result<()> {
+pub(crate) fn require_scratch(path: &Path, force: bool, what: &str) -> Result<()> {
     if force {
         return Ok(());
     }
@@ -157,7 +157,7 @@ pub struct FileCheck {
 }
 
 /// Map `path` with FIEMAP (flushing delayed allocation) and compute fragkit's metrics.
-pub fn check_file(path: &Path) -> Result<FileCheck> {
+pub(crate) fn check_file(path: &Path) -> Result<FileCheck> {
     let scanned = walk::map_path(path, true).map_err(|e| anyhow!(e))?;
     let metrics = FileMetrics::compute(&scanned.layout, &[]);
     Ok(FileCheck {
@@ -175,7 +175,7 @@ pub fn check_file(path: &Path) -> Result<FileCheck> {
 }
 
 /// A progress bar on stderr when it is a terminal; hidden otherwise.
-pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
+pub(crate) fn progress_bar(len: u64, what: &str) -> ProgressBar {
     let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         pb.set_draw_target(ProgressDrawTarget::hidden());
@@ -244,7 +244,7 @@ impl ReadBack {
 }
 
 /// Read all of `path` with O_DIRECT in `io` byte requests into `buf`; returns the bytes read.
-pub fn read_whole_direct(path: &Path, buf: &mut AlignedBuf, io: usize) -> Result<u64> {
+pub(crate) fn read_whole_direct(path: &Path, buf: &mut AlignedBuf, io: usize) -> Result<u64> {
     use std::os::unix::fs::{FileExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -279,7 +279,7 @@ pub use fragkit_sys::clock::monotonic_ns;
 /// Sizes of the gaps between a file's consecutive fragments (physical start of one minus
 /// physical end of the one before, in logical order), counted per size: the histogram the
 /// FAST'24 runs are compared by.
-pub fn gap_histogram(runs: &[Fragment]) -> Vec<(i64, u64)> {
+pub(crate) fn gap_histogram(runs: &[Fragment]) -> Vec<(i64, u64)> {
     let mut h = std::collections::BTreeMap::new();
     for w in runs.windows(2) {
         let gap = w[1].physical as i64 - (w[0].physical + w[0].length) as i64;
@@ -289,7 +289,7 @@ pub fn gap_histogram(runs: &[Fragment]) -> Vec<(i64, u64)> {
 }
 
 /// Extent sizes of a file's fragments, counted per size.
-pub fn size_histogram(runs: &[Fragment]) -> Vec<(u64, u64)> {
+pub(crate) fn size_histogram(runs: &[Fragment]) -> Vec<(u64, u64)> {
     let mut h = std::collections::BTreeMap::new();
     for r in runs {
         *h.entry(r.length).or_insert(0u64) += 1;

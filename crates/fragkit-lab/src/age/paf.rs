@@ -347,7 +347,7 @@ pub fn file_name(g: usize, i: usize, rank: usize, ranks: usize) -> String {
 }
 
 /// Directory holding one rank's files.
-pub fn rank_dir(rank: usize, ranks: usize) -> String {
+pub(crate) fn rank_dir(rank: usize, ranks: usize) -> String {
     if ranks <= 1 {
         "paf".to_string()
     } else {

@@ -24,9 +24,9 @@ use super::{check_file, seeded_buf, seeded_rng, FileCheck, ReadBack};
 
 /// The artifact's record count and dummy append.
 pub const RECORDS: u64 = 10_000;
-pub const DUMMY_BYTES: u64 = 100 << 10;
+pub(crate) const DUMMY_BYTES: u64 = 100 << 10;
 /// Bytes of text per record (4096 × 3 + 4094).
-pub const RECORD_BYTES: u64 = 3 * 4096 + 4094;
+pub(crate) const RECORD_BYTES: u64 = 3 * 4096 + 4094;
 
 #[derive(Debug, Clone)]
 pub struct SqliteSpec {

@@ -38,7 +38,7 @@ use fragkit_sys::tunable::Ext4Tunable;
 /// The artifact's published results (fast24_ae README, section 6 "Results": printresult.sh
 /// on the authors' NVMeVirt, MB/s): (workload, state, MB/s). One contiguous 8 MiB file
 /// serves the four hypothetical workloads.
-pub const PAPER: &[(&str, &str, f64)] = &[
+pub(crate) const PAPER: &[(&str, &str, f64)] = &[
     ("append-worst", "contiguous", 2174.53),
     ("append-worst", "fragmented", 397.26),
     ("append-worst", "approach", 2126.48),

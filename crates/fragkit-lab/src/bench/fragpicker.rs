@@ -27,13 +27,13 @@ use serde::Serialize;
 use fragkit_core::io::{run_job_observed, EngineKind, JobResult, JobSpec, Op, Pattern};
 
 /// FragPicker's request size (`ra_size=128` in its run_benchmark.sh, KiB).
-pub const REQUEST: u64 = 128 << 10;
+pub(crate) const REQUEST: u64 = 128 << 10;
 /// The gap read_stride.c and write_stride.c seek over after each request.
-pub const STRIDE_GAP: u64 = 288 << 10;
+pub(crate) const STRIDE_GAP: u64 = 288 << 10;
 /// run_benchmark.sh: `val1` .. `val5` averaged.
 pub const RUNS: u32 = 5;
 /// run_benchmark.sh runs the program once before the measured five.
-pub const WARMUP: u32 = 1;
+pub(crate) const WARMUP: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -176,7 +176,7 @@ pub fn validate(spec: &MatrixSpec) -> Result<()> {
 }
 
 /// Rows already in the CSV (none if it does not exist).
-pub fn read_rows(csv_path: &Path) -> Result<Vec<MatrixRow>> {
+pub(crate) fn read_rows(csv_path: &Path) -> Result<Vec<MatrixRow>> {
     if !csv_path.exists() {
         return Ok(Vec::new());
     }
@@ -207,7 +207,7 @@ fn same_setup(row: &MatrixRow, spec: &MatrixSpec) -> bool {
 }
 
 /// (capacity, frag) cells whose every transfer size has a write and a read row.
-pub fn done_cells(rows: &[MatrixRow], spec: &MatrixSpec) -> BTreeSet<(u64, u64)> {
+pub(crate) fn done_cells(rows: &[MatrixRow], spec: &MatrixSpec) -> BTreeSet<(u64, u64)> {
     let mut have: BTreeMap<(u64, u64), BTreeSet<(u64, String)>> = BTreeMap::new();
     for r in rows.iter().filter(|r| same_setup(r, spec)) {
         have.entry((r.capacity_pct, r.frag_pct))

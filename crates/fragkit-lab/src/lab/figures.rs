@@ -43,10 +43,10 @@ pub fn plan(spec: &LabSpec, installed: impl Fn(&str) -> bool) -> Plan {
 
 /// `--paf none`: no PaF aging; the files grow in free space with room for them whole (the
 /// scenario where conventional defragmenters have somewhere to put a file).
-pub const NO_PAF: &str = "none";
+pub(crate) const NO_PAF: &str = "none";
 
 /// The file system's own defragmenter, the conventional baseline.
-pub fn baseline_tool(fs: FsType) -> Option<(&'static str, Vec<String>)> {
+pub(crate) fn baseline_tool(fs: FsType) -> Option<(&'static str, Vec<String>)> {
     match fs {
         // -v: only then does e4defrag say per file what it did ("extents: 33 -> 33" for a
         // file it left alone); without it a declined file reads "100% [ OK ]" like a moved one.
@@ -61,7 +61,7 @@ pub fn baseline_tool(fs: FsType) -> Option<(&'static str, Vec<String>)> {
 }
 
 /// A scan's summary at the lab's one request size.
-pub fn layout_figures(step: &str, scan: &Scan) -> Result<LayoutFigures> {
+pub(crate) fn layout_figures(step: &str, scan: &Scan) -> Result<LayoutFigures> {
     let sm = &scan.summary;
     let rq = sm
         .requests
@@ -92,7 +92,7 @@ pub fn median(v: &[f64]) -> f64 {
 
 /// One state's figures from the rounds: per round, its jobs (one per file, run one after
 /// another) add up to one pass of the workload; MB/s is that pass's bytes over its time.
-pub fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFigures> {
+pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFigures> {
     let work = mp.join("work");
     let mut reads = Vec::new();
     let mut mbps = Vec::new();
@@ -191,7 +191,7 @@ pub fn fragkit_defrag(name: &str, d: &Defrag, mut f: DefragFigures) -> Result<De
 }
 
 /// fragkit defrag's skips, counted by reason kind, with one example reason each.
-pub fn fragkit_declined(report: &Defrag) -> Option<String> {
+pub(crate) fn fragkit_declined(report: &Defrag) -> Option<String> {
     let mut kinds: BTreeMap<String, (u64, String)> = BTreeMap::new();
     for r in report.files.iter().flat_map(|f| &f.ranges) {
         if r.status == "skipped" {
@@ -220,7 +220,7 @@ pub fn fragkit_declined(report: &Defrag) -> Option<String> {
 /// - xfs_fsr -v: "No improvement will be made (skipping): FILE" and "FILE already fully
 ///   defragmented." (it writes to stdout only when stdin is a terminal, else to syslog);
 /// - btrfs filesystem defragment prints nothing per file.
-pub fn tool_declined(text: &str) -> Option<String> {
+pub(crate) fn tool_declined(text: &str) -> Option<String> {
     const SIGNS: [&str; 4] = [
         "does not need defragmentation",
         "already fully defragmented",
@@ -276,7 +276,7 @@ pub struct State {
     pub map: String,
 }
 
-pub fn describe_method(name: &str) -> &'static str {
+pub(crate) fn describe_method(name: &str) -> &'static str {
     match name {
         "before" => "the fragmented file system, untouched",
         "pick" => "FragPicker: only the traced hot ranges that span more than one fragment",
@@ -326,7 +326,11 @@ pub fn methods(states: Vec<State>, figures: Vec<WorkloadFigures>) -> Vec<MethodR
 
 /// Notes on the measurement: round-to-round noise, a baseline that was asked for but
 /// is not installed.
-pub fn measurement_notes(methods: &[MethodResult], spec: &LabSpec, plan: &Plan) -> Vec<String> {
+pub(crate) fn measurement_notes(
+    methods: &[MethodResult],
+    spec: &LabSpec,
+    plan: &Plan,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let noisiest = methods
         .iter()

@@ -32,7 +32,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// The modeled device of the lab's deterministic column: the FAST'24 artifact's NVMe
 /// (see docs/ssd.md).
-pub const MODEL: &str = "fast24";
+pub(crate) const MODEL: &str = "fast24";
 
 /// What the lab reads from the fragmented files, before and after each defragmenter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

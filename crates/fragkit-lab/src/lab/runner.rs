@@ -75,7 +75,7 @@ impl Runner {
     }
 
     /// From now on show `path` as `$name` in commands.
-    pub fn define(&mut self, name: &str, path: &Path) {
+    pub(crate) fn define(&mut self, name: &str, path: &Path) {
         self.vars.push((name.to_string(), path.to_path_buf()));
         self.vars
             .sort_by_key(|(_, p)| std::cmp::Reverse(p.as_os_str().len()));
@@ -123,7 +123,7 @@ impl Runner {
 
     /// Run a fragkit command whose exit status 1 means "done, some targets skipped or
     /// refused, listed in its report" (defrag): the lab reads the report instead of failing.
-    pub fn fragkit_report(
+    pub(crate) fn fragkit_report(
         &mut self,
         name: &str,
         args: &[String],
@@ -145,7 +145,7 @@ impl Runner {
     /// `tty`: its stdin is a terminal, not /dev/null: xfs_fsr writes what it did ("already
     /// fully defragmented", "No improvement will be made") to stdout only then, and to
     /// syslog otherwise.
-    pub fn tool_output(
+    pub(crate) fn tool_output(
         &mut self,
         name: &str,
         program: &str,

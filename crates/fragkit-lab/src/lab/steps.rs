@@ -24,7 +24,7 @@ fn p(path: &Path) -> String {
 }
 
 /// Step 1: A scratch file system nobody else uses, its image under `images/base`.
-pub fn create_base(r: &mut Runner, spec: &LabSpec, images: &Path) -> Result<ScratchInfo> {
+pub(crate) fn create_base(r: &mut Runner, spec: &LabSpec, images: &Path) -> Result<ScratchInfo> {
     let text = r.fragkit(
         "scratch create",
         &[
@@ -45,7 +45,7 @@ pub fn create_base(r: &mut Runner, spec: &LabSpec, images: &Path) -> Result<Scra
 }
 
 /// Step 2a: Free space in small holes: the PaF structure.
-pub fn age_paf(r: &mut Runner, spec: &LabSpec, base: &Path) -> Result<Paf> {
+pub(crate) fn age_paf(r: &mut Runner, spec: &LabSpec, base: &Path) -> Result<Paf> {
     let text = r.fragkit(
         "age paf",
         &[
@@ -65,7 +65,7 @@ pub fn age_paf(r: &mut Runner, spec: &LabSpec, base: &Path) -> Result<Paf> {
 }
 
 /// Step 2b: FragPicker's synthetic files grown side by side in that free space.
-pub fn age_synthetic(r: &mut Runner, spec: &LabSpec, work: &Path) -> Result<Synthetic> {
+pub(crate) fn age_synthetic(r: &mut Runner, spec: &LabSpec, work: &Path) -> Result<Synthetic> {
     let text = r.fragkit(
         "age fragpicker-synthetic",
         &[
@@ -91,7 +91,7 @@ pub fn age_synthetic(r: &mut Runner, spec: &LabSpec, work: &Path) -> Result<Synt
 }
 
 /// Step 2c: The free space the defragmenters will have to work with.
-pub fn free_before(r: &mut Runner, base: &Path) -> Result<Free> {
+pub(crate) fn free_before(r: &mut Runner, base: &Path) -> Result<Free> {
     let text = r.fragkit(
         "free (before)",
         &[s("free"), p(base), s("--format"), s("json")],
@@ -148,7 +148,12 @@ pub fn look(r: &mut Runner, name: &str, mp: &Path, rs_arg: &str) -> Result<Look>
 }
 
 /// Step 4: A block-for-block clone of `base` under `images/<var>`, shown as `$VAR` from now on.
-pub fn clone_scratch(r: &mut Runner, base: &Path, images: &Path, var: &str) -> Result<ScratchInfo> {
+pub(crate) fn clone_scratch(
+    r: &mut Runner,
+    base: &Path,
+    images: &Path,
+    var: &str,
+) -> Result<ScratchInfo> {
     let lower = var.to_lowercase();
     let text = r.fragkit(
         &format!("scratch clone ({lower})"),
@@ -171,7 +176,7 @@ pub fn clone_scratch(r: &mut Runner, base: &Path, images: &Path, var: &str) -> R
 /// Step 5: Trace the workload on `mp`: the profile says which ranges are hot. The traced run
 /// uses pread (psync): the tracer sees system calls, and io_uring's reads bypass them.
 /// An empty profile is an error (nothing to pick from).
-pub fn trace_workload(
+pub(crate) fn trace_workload(
     r: &mut Runner,
     spec: &LabSpec,
     mp: &Path,
@@ -206,7 +211,7 @@ pub fn trace_workload(
 }
 
 /// Step 6a: fragkit defrag in pick mode on the traced profile, or bypass mode without one.
-pub fn defrag_pick(
+pub(crate) fn defrag_pick(
     r: &mut Runner,
     mp: &Path,
     profile: Option<&Path>,
@@ -234,7 +239,7 @@ pub fn defrag_pick(
 }
 
 /// Step 6b: fragkit defrag in full mode.
-pub fn defrag_full(r: &mut Runner, mp: &Path, rs_arg: &str) -> Result<DefragFigures> {
+pub(crate) fn defrag_full(r: &mut Runner, mp: &Path, rs_arg: &str) -> Result<DefragFigures> {
     let args = vec![
         s("defrag"),
         s("--mode"),
@@ -250,7 +255,7 @@ pub fn defrag_full(r: &mut Runner, mp: &Path, rs_arg: &str) -> Result<DefragFigu
 
 /// Step 6c: The file system's own defragmenter on the workload's files; what the lab set
 /// up for it goes into `notes`.
-pub fn defrag_tool(
+pub(crate) fn defrag_tool(
     r: &mut Runner,
     program: &str,
     leading: &[String],
@@ -369,7 +374,7 @@ fn mp_var(vars: &[(String, PathBuf)], mp: &Path) -> String {
 /// Step 7: The workload over every state's copy of the files, `spec.iterations` rounds of one
 /// pass each; round k starts with state k (rotating), so no state always runs first and
 /// a change in the machine's speed hits all states alike.
-pub fn bench_rounds(
+pub(crate) fn bench_rounds(
     r: &mut Runner,
     spec: &LabSpec,
     states: &[State],
