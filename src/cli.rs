@@ -179,16 +179,18 @@ pub enum ScanFormat {
     Filefrag,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SortKey {
-    Path,
-    Fragments,
-    Extents,
-    /// Extra requests at the first --request-size
-    Extra,
-    /// Split ratio S(R)/I(R) at the first --request-size
-    Ratio,
-    Size,
+value_enum_for! {
+    /// `scan --sort`: what a listing is ordered by (most first, then path).
+    SortArg => crate::scan::SortKey {
+        Path,
+        Fragments,
+        Extents,
+        /// Extra requests at the first --request-size
+        Extra,
+        /// Split ratio S(R)/I(R) at the first --request-size
+        Ratio,
+        Size,
+    }
 }
 
 fn request_size(s: &str) -> Result<u64, String> {
@@ -213,8 +215,8 @@ pub struct ScanArgs {
     #[arg(long = "request-size", short = 'r', value_name = "R", value_parser = request_size)]
     pub request_sizes: Vec<u64>,
     /// Order of the listed files [default: extra for table, path otherwise]
-    #[arg(long, value_enum)]
-    pub sort: Option<SortKey>,
+    #[arg(long, value_parser = SortArg::parser())]
+    pub sort: Option<crate::scan::SortKey>,
     /// Reverse the sort order
     #[arg(long)]
     pub reverse: bool,

@@ -5,16 +5,12 @@
 //! filefrag keeps some state across the files of one run (column widths only grow; the
 //! "Filesystem type" line is printed when the device changes), so the printer is a struct.
 
-use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::layout::model::{Extent, ExtentFlags};
-use crate::layout::walk;
-use crate::sys::fiemap;
+use crate::layout::walk::{self, ArgumentExtents};
 use crate::sys::fsinfo::FsInfo;
 
 pub(crate) struct FilefragPrinter {
@@ -69,15 +65,6 @@ const FLAG_NAMES: [(ExtentFlags, &str); 12] = [
     (ExtentFlags::SHARED, "shared,"),
     (ExtentFlags::EXT4_HOLE, "hole,"),
 ];
-
-/// EXT4_EXTENTS_FL (include/uapi/linux/fs.h FS_EXTENT_FL): files without it (ext2/ext3
-/// block maps, inline data) make filefrag print the cylinder-group line.
-const EXT4_EXTENTS_FL: u32 = 0x0008_0000;
-
-/// statfs magics of ext2, ext3 (old kernels) and ext4.
-fn is_ext(magic: u64) -> bool {
-    (0xef51..=0xef53).contains(&magic)
-}
 
 /// strerror text without Rust's " (os error N)" suffix, as perror prints it.
 fn strerror(errno: i32) -> String {
@@ -183,59 +170,45 @@ impl FilefragPrinter {
         }
     }
 
-    /// One argument as `filefrag -v` handles it: opened (symlinks followed), stat'ed, mapped
-    /// with FIEMAP, and where the file system has none, FIBMAP tried as filefrag does.
-    /// A FIFO is opened without blocking, where filefrag waits for a writer.
+    /// One argument as `filefrag -v` handles it (mapped by [`walk::map_argument`]).
     fn report(
         &mut self,
         out: &mut impl Write,
         path: &Path,
         sync: bool,
     ) -> io::Result<Option<Failure>> {
-        let fail = |what: &str, e: io::Error| {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            Failure {
-                message: format!("{what}: {}", strerror(errno)).into_bytes(),
-                errno,
+        let m = match walk::map_argument(path, sync) {
+            Ok(m) => m,
+            Err((what, e)) => {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                return Ok(Some(Failure {
+                    message: format!("{what}: {}", strerror(errno)).into_bytes(),
+                    errno,
+                }));
             }
         };
-        let file = match open_follow(path) {
-            Ok(f) => f,
-            Err(e) => return Ok(Some(fail("open", e))),
-        };
-        let st = match file.metadata() {
-            Ok(st) => st,
-            Err(e) => return Ok(Some(fail("stat", e))),
-        };
-        let fs = match FsInfo::of_fd(file.as_fd()) {
-            Ok(fs) => fs,
-            Err(e) => return Ok(Some(fail("fstatfs", e))),
-        };
-        let block_mapped_ext = is_ext(fs.magic)
-            && crate::sys::inode::flags(&file).is_ok_and(|f| f & EXT4_EXTENTS_FL == 0);
-        let size = st.size();
-        self.header(out, path, st.dev(), &fs, size, block_mapped_ext)?;
-        match fiemap::read_extents(file.as_fd(), sync) {
-            Ok(extents) => {
-                self.extents(out, path, fs.block_size, size, &extents)?;
+        self.header(out, path, m.dev, &m.fs, m.size, m.block_mapped_ext)?;
+        let (bad_flags, fibmap) = match m.extents {
+            ArgumentExtents::Mapped(extents) => {
+                self.extents(out, path, m.fs.block_size, m.size, &extents)?;
                 return Ok(None);
             }
-            Err(fiemap::FiemapError::BadFlags(flags)) => {
-                // filefrag says this once and then falls back like any other FIEMAP failure.
-                if !self.said_bad_flags {
-                    self.said_bad_flags = true;
-                    out.flush()?;
-                    fragkit_sys::stderr_line!("FIEMAP failed with unknown flags {flags:x}");
-                }
+            ArgumentExtents::Unmapped { bad_flags, fibmap } => (bad_flags, fibmap),
+        };
+        if let Some(flags) = bad_flags {
+            // filefrag says this once and then falls back like any other FIEMAP failure.
+            if !self.said_bad_flags {
+                self.said_bad_flags = true;
+                out.flush()?;
+                fragkit_sys::stderr_line!("FIEMAP failed with unknown flags {flags:x}");
             }
-            Err(_) => {}
         }
         // filefrag's fallback: FIBMAP block by block. With no blocks there is nothing to ask.
-        if size == 0 {
-            self.extents(out, path, fs.block_size, size, &[])?;
+        let Some(fibmap) = fibmap else {
+            self.extents(out, path, m.fs.block_size, m.size, &[])?;
             return Ok(None);
-        }
-        let (text, errno) = match fiemap::fibmap(file.as_fd(), 0) {
+        };
+        let (text, errno) = match fibmap {
             Err(e) => match e.raw_os_error().unwrap_or(libc::EIO) {
                 errno @ (libc::EINVAL | libc::ENOTTY) => {
                     (": FIBMAP/FIEMAP unsupported".to_string(), errno)
@@ -317,12 +290,6 @@ impl FilefragPrinter {
             physical_blk.wrapping_add(ext_blks_phys),
         )
     }
-}
-
-/// open(2) read-only, following symlinks as filefrag does; O_NONBLOCK so a FIFO or a
-/// device does not wait for a peer.
-fn open_follow(path: &Path) -> io::Result<File> {
-    walk::open_at(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_NONBLOCK).map(File::from)
 }
 
 /// `filefrag -v PATHS...`: every path in argument order, the same path as often as named,

@@ -643,7 +643,7 @@ fn ms(ns: u64) -> String {
 pub(crate) fn write_table(
     out: &mut impl Write,
     t: &Totals,
-    rows: &[&[u8]],
+    rows: &[Box<[u8]>],
     listed_of: usize,
     summary_only: bool,
 ) -> io::Result<()> {

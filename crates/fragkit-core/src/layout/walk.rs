@@ -13,11 +13,12 @@ use std::io;
 use std::ops::ControlFlow;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
-use super::model::FileLayout;
+use super::model::{Extent, FileLayout};
 use fragkit_sys::fiemap::{self, FiemapError};
 use fragkit_sys::fsinfo::FsInfo;
 
@@ -754,6 +755,64 @@ fn cpath(p: &Path) -> io::Result<std::ffi::CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
 }
 
+/// One command-line argument mapped as `filefrag -v` maps it: opened with symlinks followed
+/// (O_NONBLOCK, so a FIFO or a device does not wait for a peer), stat'ed, and mapped with
+/// FIEMAP, or where the file system has none, probed with FIBMAP as filefrag does.
+pub struct ArgumentMap {
+    pub dev: u64,
+    pub fs: FsInfo,
+    pub size: u64,
+    /// An ext2/3/4 file without EXT4_EXTENTS_FL (block-mapped or inline data).
+    pub block_mapped_ext: bool,
+    pub extents: ArgumentExtents,
+}
+
+/// What FIEMAP (and FIBMAP after it) said about an argument.
+pub enum ArgumentExtents {
+    Mapped(Vec<Extent>),
+    /// FIEMAP failed; `bad_flags` when it failed on flags it did not know. `fibmap` is
+    /// FIBMAP's answer for block 0, None for an empty file (nothing to ask).
+    Unmapped {
+        bad_flags: Option<u32>,
+        fibmap: Option<io::Result<u32>>,
+    },
+}
+
+/// EXT4_EXTENTS_FL (include/uapi/linux/fs.h FS_EXTENT_FL).
+const EXT4_EXTENTS_FL: u32 = 0x0008_0000;
+
+/// Map `path` as filefrag does; Err names the step that failed ("open", "stat",
+/// "fstatfs") with its error.
+pub fn map_argument(path: &Path, sync: bool) -> Result<ArgumentMap, (&'static str, io::Error)> {
+    let file = File::from(
+        open_at(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_NONBLOCK)
+            .map_err(|e| ("open", e))?,
+    );
+    let st = file.metadata().map_err(|e| ("stat", e))?;
+    let fs = FsInfo::of_fd(file.as_fd()).map_err(|e| ("fstatfs", e))?;
+    // statfs magics of ext2, ext3 (old kernels) and ext4.
+    let block_mapped_ext = (0xef51..=0xef53).contains(&fs.magic)
+        && fragkit_sys::inode::flags(&file).is_ok_and(|f| f & EXT4_EXTENTS_FL == 0);
+    let size = st.size();
+    let extents = match fiemap::read_extents(file.as_fd(), sync) {
+        Ok(extents) => ArgumentExtents::Mapped(extents),
+        Err(e) => ArgumentExtents::Unmapped {
+            bad_flags: match e {
+                FiemapError::BadFlags(flags) => Some(flags),
+                _ => None,
+            },
+            fibmap: (size > 0).then(|| fiemap::fibmap(file.as_fd(), 0)),
+        },
+    };
+    Ok(ArgumentMap {
+        dev: st.dev(),
+        fs,
+        size,
+        block_mapped_ext,
+        extents,
+    })
+}
+
 /// openat(2) with O_CLOEXEC added.
 pub fn open_at(dirfd: RawFd, p: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     open_at_c(dirfd, &cpath(p)?, flags)
@@ -810,6 +869,8 @@ fn set_path(path: &mut PathBuf, dir: &Path, name: &[u8]) {
 fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     // SAFETY: stat is plain data filled by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a live, writable `libc::stat` that fstat(2) fills with at most one
+    // `struct stat`; a bad `fd` only makes the call fail with EBADF.
     if unsafe { libc::fstat(fd, &mut st) } < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -819,6 +880,8 @@ fn fstat(fd: RawFd) -> io::Result<libc::stat> {
 fn fstatat_nofollow(dirfd: RawFd, c: &CStr) -> io::Result<libc::stat> {
     // SAFETY: as fstat.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated string borrowed for the call and `st` a live, writable
+    // `libc::stat` that fstatat(2) fills with at most one `struct stat`.
     if unsafe { libc::fstatat(dirfd, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -913,7 +976,11 @@ fn read_dir_entries(dirfd: RawFd) -> io::Result<DirEntries> {
         // SAFETY: dirp is a valid DIR*.
         let ent = unsafe { libc::readdir64(dirp) };
         if ent.is_null() {
+            // SAFETY: __errno_location returns this thread's errno, valid to read for the
+            // thread's life.
             let errno = unsafe { *libc::__errno_location() };
+            // SAFETY: `dirp` came from fdopendir and is still open; we return right after, so
+            // it is closed once and never used again (closedir also closes `dup`, its fd).
             unsafe { libc::closedir(dirp) };
             if errno != 0 {
                 return Err(io::Error::from_raw_os_error(errno));
@@ -931,6 +998,8 @@ fn read_dir_entries(dirfd: RawFd) -> io::Result<DirEntries> {
             continue;
         }
         let Ok(start) = u32::try_from(out.names.len()) else {
+            // SAFETY: `dirp` is still open (the loop has not closed it) and is not used after
+            // this; `name`, which points into its entry, is not used either.
             unsafe { libc::closedir(dirp) };
             return Err(io::Error::new(
                 io::ErrorKind::OutOfMemory,

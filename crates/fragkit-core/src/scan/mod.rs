@@ -8,6 +8,9 @@ use crate::layout::walk::{self, PathError, Root, ScannedFile, WalkCounts, WalkOp
 use crate::metrics::{FileMetrics, SetMetrics};
 use crate::ssd::layout::FileCost;
 
+mod listing;
+pub use listing::{run, Listing, ScanOutcome, ScanPlan, SortKey};
+
 /// The default request size R: FragPicker's and most readahead windows' 128 KiB.
 pub const DEFAULT_REQUEST_SIZE: u64 = 128 * 1024;
 
