@@ -52,6 +52,8 @@ impl FsInfo {
     pub fn of_fd(fd: BorrowedFd<'_>) -> io::Result<FsInfo> {
         // SAFETY: statfs is plain data; fstatfs fills it or fails.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is a live, writable `libc::statfs` and `fd` is borrowed, so open, for the
+        // call; fstatfs(2) writes at most size_of::<statfs>() bytes into `st`.
         if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -69,6 +71,8 @@ impl FsInfo {
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
         // SAFETY: statfs is plain data; statfs fills it or fails.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `c` is a NUL-terminated CString alive for the call and `st` a live, writable
+        // `libc::statfs`; statfs(2) writes at most size_of::<statfs>() bytes into it.
         if unsafe { libc::statfs(c.as_ptr(), &mut st) } < 0 {
             return Err(io::Error::last_os_error());
         }

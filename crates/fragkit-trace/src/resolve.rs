@@ -148,6 +148,7 @@ pub(crate) fn by_handle(mount: &Path, dev: u32, ino: u64, gen: u32) -> ByHandle 
         _ => {
             // Still cached but unlinked: gone. Otherwise a dentry not connected to the
             // tree: only a walk can say.
+            // SAFETY: `libc::stat` is plain integers, for which all-zero bytes are valid.
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
             // SAFETY: fstat fills st.
             let rc = unsafe { libc::fstat(file.as_raw_fd(), &mut st) };

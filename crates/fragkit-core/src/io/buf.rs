@@ -14,6 +14,8 @@ pub struct AlignedBuf {
 // SAFETY: the buffer owns its allocation exclusively, like a Vec<u8>; shared access
 // (&self) only reads.
 unsafe impl Send for AlignedBuf {}
+// SAFETY: every `&self` method only reads the buffer or its layout; writing needs
+// `&mut self` (as_mut_slice, as_mut_ptr), so shared references never race.
 unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {

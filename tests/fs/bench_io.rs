@@ -1,0 +1,391 @@
+//! `fragkit bench` and `fragkit probe` on real loop-mounted file systems: the device's own
+//! request counters against the layout, and the one-line refusals of bad input.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::*;
+use fragkit::scratch::FsType;
+
+fn bench_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    fragkit_json(&all)
+}
+
+fn split_at(path: &Path, r: u64) -> (u64, u64) {
+    let doc = fragkit_json(&[
+        "scan",
+        "--format",
+        "json",
+        "--request-size",
+        &r.to_string(),
+        &path.to_string_lossy(),
+    ]);
+    let req = &doc["files"][0]["requests"][0];
+    (
+        req["split"].as_u64().unwrap(),
+        req["ideal"].as_u64().unwrap(),
+    )
+}
+
+/// The read requests `bench read --bs 128K --direct` sees the device complete equal S(128K)
+/// from the file's extents (±2%: inode and extent-tree reads after the cache drop).
+fn device_reads_equal_split_count(fs: FsType) {
+    let s = scratch(fs, 512 << 20, &[]);
+    let dir = s.mountpoint();
+    if fs == FsType::Ext4 {
+        // Files past mb_stream_req blocks get their own preallocation and stay contiguous;
+        // raising it keeps both files in the shared group preallocation, so they interleave.
+        let knob = format!("/sys/fs/ext4/{}/mb_stream_req", s.device_name());
+        std::fs::write(&knob, "1000000").unwrap_or_else(|e| panic!("{knob}: {e}"));
+    }
+    interleaved_direct_appends(&[dir.join("a"), dir.join("b")], 64 << 10, 256);
+    write_file(&dir.join("contiguous"), 16 << 20, 7);
+    for name in ["a", "contiguous"] {
+        let path = dir.join(name);
+        let (split, ideal) = split_at(&path, 128 << 10);
+        let doc = bench_json(&[
+            "read",
+            "--bs",
+            "128K",
+            "--direct",
+            "--iterations",
+            "1",
+            &path.to_string_lossy(),
+        ]);
+        let job = &doc["jobs"][0];
+        assert_eq!(job["target"]["device"]["name"], s.device_name().as_str());
+        let reads = job["iterations"][0]["device"]["reads"].as_u64().unwrap();
+        eprintln!(
+            "{} {name}: S(128K) = {split}, I(128K) = {ideal}, device reads = {reads}",
+            fs.name()
+        );
+        let tolerance = (split as f64 * 0.02).max(2.0);
+        assert!(
+            (reads as f64 - split as f64).abs() <= tolerance,
+            "{} {name}: device completed {reads} reads, S(128K) = {split}",
+            fs.name()
+        );
+        // bench's own layout prediction is the same S(R).
+        assert_eq!(job["layout"]["split"].as_u64(), Some(split));
+        assert_eq!(
+            job["iterations"][0]["bytes"].as_u64(),
+            Some(16 << 20),
+            "whole file read"
+        );
+        if name == "a" && fs == FsType::Ext4 {
+            assert!(
+                split > ideal,
+                "interleaved 64K appends must split 128K requests on ext4"
+            );
+        }
+        if name == "contiguous" {
+            assert_eq!(
+                split,
+                ideal,
+                "{} contiguous file is one fragment",
+                fs.name()
+            );
+        }
+    }
+    // A write job: the device wrote at least the bytes requested.
+    let w = dir.join("written");
+    let doc = bench_json(&[
+        "write",
+        "--bs",
+        "128K",
+        "--direct",
+        "--size",
+        "4M",
+        "--iterations",
+        "1",
+        &w.to_string_lossy(),
+    ]);
+    let it = &doc["jobs"][0]["iterations"][0];
+    assert_eq!(it["bytes"].as_u64(), Some(4 << 20));
+    assert!(
+        it["device"]["write_bytes"].as_u64().unwrap() >= 4 << 20,
+        "{it}"
+    );
+}
+
+#[test]
+fn bench_read_device_requests_equal_split_count_ext4() {
+    device_reads_equal_split_count(FsType::Ext4);
+}
+
+#[test]
+fn bench_read_device_requests_equal_split_count_xfs() {
+    device_reads_equal_split_count(FsType::Xfs);
+}
+
+/// `bench writes` counts what a command wrote on the device under a path.
+#[test]
+fn bench_writes_counts_a_commands_bytes() {
+    let s = scratch(FsType::Ext4, 64 << 20, &[]);
+    let target = s.mountpoint().join("dd-out");
+    let of = format!("of={}", target.display());
+    let doc = fragkit_json(&[
+        "bench",
+        "writes",
+        "--path",
+        &s.mountpoint().to_string_lossy(),
+        "--format",
+        "json",
+        "--",
+        "dd",
+        "if=/dev/zero",
+        &of,
+        "bs=1M",
+        "count=8",
+        "oflag=direct",
+        "status=none",
+    ]);
+    assert_eq!(doc["exit_status"], 0);
+    assert_eq!(doc["device"]["name"], s.device_name().as_str());
+    let written = doc["counts"]["write_bytes"].as_u64().unwrap();
+    assert!(
+        (8 << 20..16 << 20).contains(&written),
+        "dd wrote 8 MiB; device counted {written} bytes"
+    );
+}
+
+/// On a loop device there are no dies: the probe must say so rather than invent g and S.
+#[test]
+fn probe_alignment_on_loop_device_finds_no_structure() {
+    let img = LoopImage::new(64 << 20);
+    let dev = img.device.to_string_lossy().into_owned();
+    let doc = fragkit_json(&[
+        "probe",
+        "alignment",
+        &dev,
+        "--count",
+        "1024",
+        "--max",
+        "128K",
+        "--qd",
+        "32",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(doc["points"].as_array().unwrap().len(), 32);
+    let inf = &doc["inference"];
+    assert_eq!(inf["found"], false, "{inf:#}");
+    assert!(inf["granularity"].is_null() && inf["stripe"].is_null());
+    let last = inf["explanation"].as_array().unwrap().last().unwrap();
+    assert!(last
+        .as_str()
+        .unwrap()
+        .contains("no periodic structure found"));
+    // The interface probe reads the same bytes in more requests; the device counts them.
+    let doc = fragkit_json(&[
+        "probe",
+        "interface",
+        &dev,
+        "--bytes",
+        "1M",
+        "--max-requests",
+        "16",
+        "--qd",
+        "1",
+        "--iterations",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let pts = doc["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 5);
+    assert_eq!(pts[4]["requests"], 16);
+    assert_eq!(
+        pts[4]["device_reads"], 16,
+        "QD1 4K..64K requests are not merged"
+    );
+}
+
+/// `bench read --model` puts the modeled figures in its CSV (one set per job, on every
+/// iteration row), the same as the JSON's; without `--model` those cells are empty.
+#[test]
+fn bench_read_model_columns_in_csv() {
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = s.mountpoint();
+    let knob = format!("/sys/fs/ext4/{}/mb_stream_req", s.device_name());
+    std::fs::write(&knob, "1000000").unwrap_or_else(|e| panic!("{knob}: {e}"));
+    interleaved_direct_appends(&[dir.join("a"), dir.join("b")], 64 << 10, 64);
+    write_file(&dir.join("contiguous"), 4 << 20, 7);
+    let csv_rows = |args: &[&str]| -> Vec<std::collections::HashMap<String, String>> {
+        let mut all = vec!["bench"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "csv"]);
+        let o = fragkit(&all);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut r = csv::Reader::from_reader(o.stdout.as_slice());
+        let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        r.records()
+            .map(|rec| {
+                let rec = rec.unwrap();
+                head.iter()
+                    .cloned()
+                    .zip(rec.iter().map(String::from))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut modeled_reads = Vec::new();
+    for name in ["a", "contiguous"] {
+        let path = dir.join(name).to_string_lossy().into_owned();
+        let args = [
+            "read",
+            "--bs",
+            "128K",
+            "--direct",
+            "--iterations",
+            "2",
+            "--model",
+            "fast24",
+            &path,
+        ];
+        let m = bench_json(&args)["jobs"][0]["model"].clone();
+        let rows = csv_rows(&args);
+        assert_eq!(rows.len(), 2, "one row per iteration");
+        for row in &rows {
+            assert_eq!(row["model"], m["model"].as_str().unwrap());
+            assert_eq!(row["model_mapping"], m["mapping"].as_str().unwrap());
+            assert_eq!(
+                row["model_mb_s"],
+                format!("{:.3}", m["mb_s"].as_f64().unwrap())
+            );
+            for (col, key) in [
+                ("model_read_time_ns", "read_time_ns"),
+                ("model_collisions", "collisions"),
+                ("model_collided_requests", "collided_requests"),
+                ("model_device_reads", "device_reads"),
+            ] {
+                assert_eq!(row[col], m[key].as_u64().unwrap().to_string(), "{col}");
+            }
+        }
+        modeled_reads.push(m["device_reads"].as_u64().unwrap());
+        // Without --model the columns are there and empty.
+        let plain = csv_rows(&[
+            "read",
+            "--bs",
+            "128K",
+            "--direct",
+            "--iterations",
+            "1",
+            &path,
+        ]);
+        assert_eq!(plain[0]["model_mb_s"], "");
+        assert_eq!(plain[0]["model_collisions"], "");
+    }
+    // The interleaved file's 64 KiB extents split each 128 KiB read in the model too.
+    assert!(
+        modeled_reads[0] > modeled_reads[1],
+        "modeled device reads {modeled_reads:?}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_clear_line() {
+    // tmpfs has no block device: O_DIRECT there would time memory copies.
+    let shm = tempfile::Builder::new()
+        .prefix("fragkit-bench-")
+        .tempfile_in("/dev/shm")
+        .unwrap();
+    std::fs::write(shm.path(), vec![1u8; 1 << 20]).unwrap();
+    let p = shm.path().to_string_lossy().into_owned();
+    let e = fragkit_error(&["bench", "read", "--direct", &p]);
+    assert!(e.contains("tmpfs") && e.contains(&p), "{e}");
+
+    let e = fragkit_error(&["bench", "read", "--qd", "0", &p]);
+    assert!(e.contains("queue depth '0'"), "{e}");
+
+    let s = scratch(FsType::Ext4, 32 << 20, &[]);
+    let f = s.mountpoint().join("f");
+    write_file(&f, 1 << 20, 3);
+    let e = fragkit_error(&[
+        "bench",
+        "read",
+        "--direct",
+        "--bs",
+        "1000",
+        &f.to_string_lossy(),
+    ]);
+    assert!(
+        e.contains("request size 1000") && e.contains("logical block size 512"),
+        "{e}"
+    );
+
+    // A raw device under a mounted file system is refused, naming the mount point.
+    let dev = s.info.loop_device.to_string_lossy().into_owned();
+    for probe in ["alignment", "interface"] {
+        let e = fragkit_error(&["probe", probe, &dev]);
+        assert!(
+            e.contains(&dev) && e.contains(&*s.mountpoint().to_string_lossy()),
+            "{e}"
+        );
+    }
+}
+
+/// Another process reading the same device while `bench read` runs: its requests land in
+/// the device counters, and the job says so (text and JSON); alone, it says nothing.
+#[test]
+fn bench_read_warns_when_another_process_uses_the_device() {
+    let s = scratch(FsType::Ext4, 512 << 20, &[]);
+    let dir = s.mountpoint();
+    write_file(&dir.join("mine"), 32 << 20, 1);
+    write_file(&dir.join("theirs"), 64 << 20, 2);
+    let mine = dir.join("mine").to_string_lossy().into_owned();
+    let args = [
+        "read",
+        "--bs",
+        "4K",
+        "--engine",
+        "psync",
+        "--direct",
+        "--iterations",
+        "3",
+        &mine,
+    ];
+    let alone = bench_json(&args);
+    assert!(
+        alone["jobs"][0]["foreign_io"].is_null(),
+        "{:#}",
+        alone["jobs"][0]
+    );
+
+    use std::os::unix::process::CommandExt;
+    let mut other = std::process::Command::new("sh")
+        .process_group(0)
+        .arg("-c")
+        .arg(format!(
+            "while :; do dd if='{}' of=/dev/null bs=1M iflag=direct status=none; done",
+            dir.join("theirs").display()
+        ))
+        .spawn()
+        .unwrap();
+    let shared = bench_json(&args);
+    let mut text_args = vec!["bench"];
+    text_args.extend_from_slice(&args);
+    let text = fragkit(&text_args);
+    // The shell and the dd it is running: the whole group, so nothing holds the mount.
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(other.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = other.wait();
+    let f = &shared["jobs"][0]["foreign_io"];
+    assert!(
+        f["iterations"].as_u64().unwrap_or(0) >= 1,
+        "{:#}",
+        shared["jobs"][0]
+    );
+    assert!(f["read_bytes"].as_u64().unwrap_or(0) >= 1 << 20, "{f:#}");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("warning: the device saw I/O this job did not issue"),
+        "{text}"
+    );
+}

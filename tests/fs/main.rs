@@ -1,0 +1,36 @@
+//! Integration tests on real loop-mounted file systems (ext4, xfs, btrfs): they need root for
+//! loop devices, mkfs and mount (scripts/test runs them as root).
+//! One test binary per kind of test (each module was its own binary before): Cargo
+//! links three binaries instead of one per file.
+
+#[path = "../shared/mod.rs"]
+mod common;
+
+mod age_layout;
+mod age_paf;
+mod age_workloads;
+mod bench_fast24;
+mod bench_fragpicker;
+mod bench_io;
+mod bench_runs;
+mod cli_errors;
+mod closed_pipe;
+mod defrag_aged;
+mod defrag_crash;
+mod defrag_durable;
+mod defrag_exit;
+mod defrag_fs;
+mod defrag_parallel;
+mod filefrag_dropin;
+mod free_map;
+mod hostile_paths;
+mod interrupt;
+mod lab;
+mod mpi;
+mod scan_fs;
+mod scratch_cli;
+mod ssd_block;
+mod trace_io;
+mod watch_fs;
+mod watch_http;
+mod watch_page;

@@ -1,0 +1,329 @@
+#![cfg(feature = "mpi")]
+//! fragkit as MPI ranks under OpenMPI's mpirun (4 ranks on this host, oversubscribed) on
+//! real scratch file systems: `age paf` reaches the spec's capacity and repeats itself
+//! with the same seed, `bench ior` writes one file per rank and prints IOR's summary, a
+//! rank that fails ends the job with its error, and the same binary runs without mpirun.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+use fragkit::scratch::FsType;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fragkit");
+/// A job that hangs is killed after this long and the test fails (timeout's status 124).
+const LIMIT_SECONDS: &str = "180";
+
+/// `mpirun -np N fragkit ARGS` under a time limit.
+fn mpirun(n: usize, args: &[&str]) -> Output {
+    let np = n.to_string();
+    let mut cmd = Command::new("timeout");
+    cmd.args([
+        LIMIT_SECONDS,
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        &np,
+        BIN,
+    ]);
+    cmd.args(args);
+    let out = cmd.output().expect("run timeout/mpirun");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "mpirun {args:?} hung: killed after {LIMIT_SECONDS} s\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn ok_json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "status {:?}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Every file under `root` (relative name, size), sorted.
+fn listing(root: &Path) -> Vec<(String, u64)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, u64)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                walk(root, &e.path(), out);
+            } else {
+                let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+                out.push((rel, m.len()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn four_ranks_populate_paf_to_the_capacity_and_repeat_with_the_seed() {
+    let s = scratch(FsType::Ext4, 512 << 20, &[]);
+    let mnt = s.mountpoint().to_str().unwrap().to_string();
+    let spec = "PAF:40.30:67005@4M";
+    let run = || {
+        ok_json(&mpirun(
+            4,
+            &["age", "paf", spec, "--target", &mnt, "--format", "json"],
+        ))
+    };
+    let a = run();
+    assert_eq!(a["ranks"], 4);
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap();
+    // Whole 4 MiB files: the ranks wrote the spec's 40% to within 1% of capacity, and what
+    // the file system holds after the 30% deletion is the spec's 28% to within 1%.
+    assert!((f(&a, "written_pct") - 40.0).abs() <= 1.0, "{a}");
+    assert!(
+        (f(&a, "added_pct") - f(&a, "requested_remaining_pct")).abs() <= 1.0,
+        "{a}"
+    );
+    let files_a = listing(&s.mountpoint().join("paf"));
+    assert_eq!(files_a.len() as u64, a["files"].as_u64().unwrap());
+    // Each rank wrote under its own directory, shares within one file of each other.
+    let per_rank: Vec<usize> = (0..4)
+        .map(|r| {
+            files_a
+                .iter()
+                .filter(|(n, _)| n.starts_with(&format!("r{r:04}/")))
+                .count()
+        })
+        .collect();
+    assert_eq!(
+        per_rank.iter().sum::<usize>(),
+        files_a.len(),
+        "{per_rank:?}"
+    );
+    let written: Vec<u64> = a["per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["bytes_written"].as_u64().unwrap())
+        .collect();
+    assert!(
+        written.iter().max().unwrap() - written.iter().min().unwrap() <= 4 << 20,
+        "{written:?}"
+    );
+    // The same spec, seed and rank count again on the emptied file system: the same files.
+    std::fs::remove_dir_all(s.mountpoint().join("paf")).unwrap();
+    let b = run();
+    assert_eq!(listing(&s.mountpoint().join("paf")), files_a);
+    assert_eq!(a["file_set_digest"], b["file_set_digest"]);
+}
+
+#[test]
+fn bench_ior_writes_one_file_per_rank_and_prints_iors_summary() {
+    let s = scratch(FsType::Ext4, 512 << 20, &[]);
+    let dir: PathBuf = s.mountpoint().join("ior");
+    std::fs::create_dir(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let common = [
+        "bench",
+        "ior",
+        d,
+        "--xfer",
+        "1M,4M",
+        "--block",
+        "16M",
+        "--direct",
+        "--write",
+        "--read",
+        "--iterations",
+        "2",
+    ];
+    let mut args = common.to_vec();
+    args.extend(["--file-per-process", "--keep", "--format", "json"]);
+    let r = ok_json(&mpirun(4, &args));
+    assert_eq!(r["tasks"], 4);
+    assert_ne!(r["read_shift"], 0, "-C: no rank reads its own file");
+    let mut files: Vec<(String, u64)> = listing(&dir);
+    files.sort();
+    let want: Vec<(String, u64)> = (0..4).map(|i| (format!("ior.{i:08}"), 16 << 20)).collect();
+    assert_eq!(files, want);
+    let summary = r["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 4, "write and read for 2 transfer sizes");
+    for s in summary {
+        assert_eq!(s["tasks"], 4);
+        assert_eq!(s["iterations"], 2);
+        assert!(s["min_mib_per_s"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    assert_eq!(r["iterations"].as_array().unwrap().len(), 8);
+    // Every rank mapped its file after every write: 2 sizes × 2 iterations × 4 ranks.
+    let frags = r["fragments"].as_array().unwrap();
+    assert_eq!(frags.len(), 16);
+    assert!(frags.iter().all(|f| f["fragments"].as_u64().unwrap() >= 1));
+    for f in std::fs::read_dir(&dir).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+
+    // IOR's table, one shared file this time.
+    let mut args = common.to_vec();
+    args.push("--shared-file");
+    let out = mpirun(4, &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Summary of all tests:"), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("write") || l.starts_with("read"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    for row in rows {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[8], "4", "#Tasks column: {row}");
+    }
+    assert!(listing(&dir).is_empty(), "files removed without --keep");
+}
+
+#[test]
+fn a_failing_rank_ends_the_job_with_its_error() {
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let dir = s.mountpoint().join("ior");
+    std::fs::create_dir(&dir).unwrap();
+    // Rank 2's file path is taken by a directory: only rank 2 fails.
+    std::fs::create_dir(dir.join("ior.00000002")).unwrap();
+    let out = mpirun(
+        4,
+        &[
+            "bench",
+            "ior",
+            dir.to_str().unwrap(),
+            "--xfer",
+            "1M",
+            "--block",
+            "4M",
+            "--direct",
+            "--iterations",
+            "1",
+            "--file-per-process",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("rank 2: ") && err.contains("ior.00000002: not a regular file"),
+        "{err}"
+    );
+    // mpirun ends the other ranks once one exits non-zero, so rank 0's own line ("stopped
+    // because rank 2 failed") may or may not come out first; no other rank claims a failure.
+    assert!(
+        !err.contains("rank 0: ") && !err.contains("rank 1: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_same_binary_runs_without_mpirun() {
+    // No launcher variables, no OpenMPI root permission: fragkit must not start MPI.
+    let plain = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env_remove("OMPI_ALLOW_RUN_AS_ROOT")
+            .env_remove("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
+            .output()
+            .unwrap()
+    };
+    let v = plain(&["--version"]);
+    assert!(v.status.success());
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("fragkit "));
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let mnt = s.mountpoint().to_str().unwrap();
+    let out = plain(&[
+        "age",
+        "paf",
+        "PAF:20.10:3@4M",
+        "--target",
+        mnt,
+        "--format",
+        "json",
+    ]);
+    let r = ok_json(&out);
+    assert!(r.get("ranks").is_none(), "the single-node report: {r}");
+    assert_eq!(r["dir"], "paf");
+    assert!(s.mountpoint().join("paf/g0").is_dir());
+    // And under mpirun, every rank prints the version.
+    let out = mpirun(2, &["--version"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .matches("fragkit ")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn bench_paf_mpi_measures_cells_as_ranks_and_resumes() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("paf.csv");
+    let args = [
+        "bench",
+        "paf",
+        "--mpi",
+        "--capacities",
+        "20",
+        "--frag",
+        "0,30",
+        "--xfer",
+        "1M",
+        "--iterations",
+        "2",
+        "--fs-size",
+        "256M",
+        "--bench-size",
+        "8M",
+        "--file-size",
+        "4M",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    let r = ok_json(&mpirun(2, &args));
+    assert_eq!(r["measured_cells"], 2);
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "2 cells × write, read");
+    assert!(rows.iter().all(|row| row["ranks"] == 2), "{r}");
+    assert!(rows
+        .iter()
+        .all(|row| row["mb_per_s_mean"].as_f64().unwrap() > 0.0));
+    // The cell with 30% deleted holds less than the one with none.
+    let used = |frag: u64| {
+        rows.iter().find(|row| row["frag_pct"] == frag).unwrap()["used_pct"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(used(30) < used(0) - 3.0, "{r}");
+    let again = ok_json(&mpirun(2, &args));
+    assert_eq!(
+        (
+            again["measured_cells"].clone(),
+            again["skipped_cells"].clone()
+        ),
+        (0.into(), 2.into())
+    );
+}
