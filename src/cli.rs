@@ -68,6 +68,7 @@ value_enum_for! {
     }
 }
 
+#[cfg(feature = "watch")]
 value_enum_for! {
     /// `watch --events`: which kernel interface reports changes.
     EventsArg => crate::watch::EventSource {
@@ -142,6 +143,7 @@ pub enum Command {
     /// an FTL placing writes in write order; modeled read MB/s and die collisions
     Ssd(SsdArgs),
     /// Watch directories live: history in SQLite, Prometheus /metrics and a live page
+    #[cfg(feature = "watch")]
     Watch(WatchArgs),
     /// The whole story on a scratch file system: fragment, scan, map, bench, trace, defrag
     /// (pick vs full vs the fs's own tool, each on a clone), bench again, report.html (root)
@@ -1186,6 +1188,7 @@ pub struct AgeProfileArgs {
     pub format: InfoFormat,
 }
 
+#[cfg(feature = "watch")]
 fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     // A bare port means localhost.
     if let Ok(port) = s.parse::<u16>() {
@@ -1196,10 +1199,12 @@ fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     })
 }
 
+#[cfg(feature = "watch")]
 fn duration(s: &str) -> Result<std::time::Duration, String> {
     units::parse_duration(s)
 }
 
+#[cfg(feature = "watch")]
 fn interval(s: &str) -> Result<std::time::Duration, String> {
     let d = units::parse_duration(s)?;
     if d < std::time::Duration::from_millis(10) {
@@ -1210,6 +1215,7 @@ fn interval(s: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
+#[cfg(feature = "watch")]
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct WatchArgs {
@@ -1254,12 +1260,14 @@ pub struct WatchArgs {
     pub format: InfoFormat,
 }
 
+#[cfg(feature = "watch")]
 #[derive(Subcommand, Debug)]
 pub enum WatchAction {
     /// Print (and plot) the history a watch recorded
     Report(WatchReportArgs),
 }
 
+#[cfg(feature = "watch")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WatchReportFormat {
     Table,
@@ -1268,6 +1276,7 @@ pub enum WatchReportFormat {
     Csv,
 }
 
+#[cfg(feature = "watch")]
 #[derive(Args, Debug)]
 pub struct WatchReportArgs {
     /// History database written by `fragkit watch` [default: as for watch]

@@ -18,4 +18,5 @@ pub use fragkit_lab::{age, bench, cluster, lab};
 pub use fragkit_render as render;
 pub use fragkit_sys as sys;
 pub use fragkit_trace as trace;
+#[cfg(feature = "watch")]
 pub use fragkit_watch as watch;

@@ -12,6 +12,7 @@ pub mod scan;
 pub mod scratch;
 pub mod ssd;
 pub mod trace;
+#[cfg(feature = "watch")]
 pub mod watch;
 
 use crate::cli::{Cli, Command};
@@ -28,6 +29,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Trace(args) => trace::run(args),
         Command::Age { action } => age::run(action),
         Command::Ssd(args) => ssd::run(args),
+        #[cfg(feature = "watch")]
         Command::Watch(args) => watch::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Completions { shell } => doc::completions(shell),

@@ -17,6 +17,7 @@ pub mod scan;
 pub mod scratch;
 pub mod ssd;
 pub mod trace;
+#[cfg(feature = "watch")]
 pub mod watch;
 
 use std::io::{self, Write};
@@ -30,17 +31,12 @@ pub(crate) type Stdout = io::BufWriter<RawStdout>;
 /// std's stdout is line-buffered: every 64 KiB chunk the buffer hands it is searched for
 /// its last newline first, which was 6% of a 100k-file `scan --format json` (callgrind).
 pub(crate) struct RawStdout {
-    _lock: io::StdoutLock<'static>,
+    lock: io::StdoutLock<'static>,
 }
 
 impl Write for RawStdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // SAFETY: fd 1 stays open for the process's life; buf is valid for its length.
-        let n = unsafe { libc::write(1, buf.as_ptr().cast(), buf.len()) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n as usize)
+        fragkit_sys::rw::write(std::os::fd::AsFd::as_fd(&self.lock), buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -54,7 +50,7 @@ pub(crate) fn to_stdout(f: impl FnOnce(&mut Stdout) -> io::Result<()>) -> anyhow
     let mut lock = io::stdout().lock();
     // Whatever was printed before goes out first.
     lock.flush().context("writing output")?;
-    let mut w = io::BufWriter::with_capacity(1 << 16, RawStdout { _lock: lock });
+    let mut w = io::BufWriter::with_capacity(1 << 16, RawStdout { lock });
     f(&mut w).and_then(|_| w.flush()).context("writing output")
 }
 

@@ -227,6 +227,16 @@ fn steps(
     out
 }
 
+/// Without the `plot` feature there is no chart: say so.
+#[cfg(not(feature = "plot"))]
+pub fn plot(out: &Path, _series: &[SeriesPoint], _first: &[FirstFragmented]) -> Result<()> {
+    anyhow::bail!(
+        "--png {}: this fragkit was built without charts (the `plot` feature); rebuild with it: cargo install --locked --path . --features plot",
+        out.display()
+    )
+}
+
+#[cfg(feature = "plot")]
 /// Two panels over time: files and fragmented files; fragments and extra requests. Red
 /// ticks along the bottom mark the moments files first became fragmented.
 pub fn plot(out: &Path, series: &[SeriesPoint], first: &[FirstFragmented]) -> Result<()> {

@@ -2,6 +2,9 @@
 //! loop devices, mkfs and mount (scripts/test runs them as root).
 //! One test binary per kind of test (each module was its own binary before): Cargo
 //! links three binaries instead of one per file.
+//! The suite covers the whole product, so it is built with the default features (tracing,
+//! watch, charts) and MPI where enabled; without them it compiles to nothing.
+#![cfg(all(feature = "bpf", feature = "watch", feature = "plot"))]
 
 #[path = "../shared/mod.rs"]
 mod common;

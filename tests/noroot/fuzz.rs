@@ -164,6 +164,7 @@ fn targets() -> Vec<Target> {
                 let _ = p.check();
             }
         }),
+        #[cfg(feature = "watch")]
         ("http host", &["127.0.0.1:9477", "localhost", "[::1]:80", "evil.example:1"], |t| {
             let _ = fragkit::watch::serve::host_allowed(Some(t), "127.0.0.1:9477".parse().ok());
         }),

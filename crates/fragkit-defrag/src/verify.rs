@@ -30,15 +30,17 @@ use xxhash_rust::xxh3::Xxh3;
 
 use fragkit_core::io::buf::AlignedBuf;
 use fragkit_core::io::engine::{self, Engine, EngineKind, Op, Request};
+use fragkit_sys::cachestat::cached_pages;
+use fragkit_sys::fadvise::{fadvise, Advice};
 
 const CHUNK: usize = 1 << 20;
 
 /// The kernel's readahead window when the device does not say (VM_READAHEAD_PAGES).
 const DEFAULT_READ_AHEAD: u64 = 128 << 10;
 
-fn advise(f: &File, offset: u64, length: u64, advice: libc::c_int) {
-    // SAFETY: posix_fadvise on an open fd; advice only, failure changes nothing.
-    unsafe { libc::posix_fadvise(f.as_raw_fd(), offset as i64, length as i64, advice) };
+fn advise(f: &File, offset: u64, length: u64, advice: Advice) {
+    // Advice only: a failure changes nothing.
+    let _ = fadvise(f, offset, length, advice);
 }
 
 /// The page cache's readahead window for `f`'s device: its bdi's read_ahead_kb (the
@@ -61,53 +63,9 @@ pub(crate) fn prefetch(f: &File, offset: u64, length: u64, window: u64) {
     let mut pos = offset;
     while pos < end {
         let n = window.min(end - pos);
-        advise(f, pos, n, libc::POSIX_FADV_WILLNEED);
+        advise(f, pos, n, Advice::WillNeed);
         pos += n;
     }
-}
-
-/// cachestat(2)'s result (include/uapi/linux/mman.h).
-#[repr(C)]
-#[derive(Default)]
-struct CacheStat {
-    nr_cache: u64,
-    nr_dirty: u64,
-    nr_writeback: u64,
-    nr_evicted: u64,
-    nr_recently_evicted: u64,
-}
-
-#[repr(C)]
-struct CacheStatRange {
-    off: u64,
-    len: u64,
-}
-
-/// cachestat's syscall number: 451 in every architecture's table since its 6.5 addition
-/// (arch/x86/entry/syscalls/syscall_64.tbl, include/uapi/asm-generic/unistd.h); the libc
-/// crate lists it only for some targets.
-const SYS_CACHESTAT: libc::c_long = 451;
-
-/// Pages of [offset, offset+length) in the page cache (uptodate or still being read), or
-/// None where cachestat(2) is not available (kernels before 6.5).
-fn cached_pages(f: &File, offset: u64, length: u64) -> Option<u64> {
-    let range = CacheStatRange {
-        off: offset,
-        len: length,
-    };
-    let mut cs = CacheStat::default();
-    // SAFETY: cachestat(fd, &range, &cs, 0) with both structs alive and of the kernel's
-    // layout; it only writes `cs`.
-    let r = unsafe {
-        libc::syscall(
-            SYS_CACHESTAT,
-            f.as_raw_fd(),
-            &range as *const CacheStatRange,
-            &mut cs as *mut CacheStat,
-            0u32,
-        )
-    };
-    (r == 0).then_some(cs.nr_cache)
 }
 
 /// How the before-checksums of one file were read.
@@ -250,7 +208,7 @@ impl<'a> Sums<'a> {
                 .collect(),
         };
         for (offset, length) in coalesced(ranges) {
-            advise(self.file, offset, length, libc::POSIX_FADV_DONTNEED);
+            advise(self.file, offset, length, Advice::DontNeed);
         }
         hashes
     }
@@ -571,7 +529,7 @@ mod tests {
         w.write_all(&data).unwrap();
         w.sync_all().unwrap();
         let f = File::open(&path).unwrap();
-        advise(&f, 0, 0, libc::POSIX_FADV_DONTNEED);
+        advise(&f, 0, 0, Advice::DontNeed);
         (dir, f, data)
     }
 
@@ -607,7 +565,7 @@ mod tests {
             // The readahead's pages are locked until read; DONTNEED drops only the ones
             // that are done, so repeat until none is left.
             for _ in 0..1000 {
-                advise(&f, 0, len as u64, libc::POSIX_FADV_DONTNEED);
+                advise(&f, 0, len as u64, Advice::DontNeed);
                 if cached_pages(&f, 0, len as u64) == Some(0) {
                     return true;
                 }

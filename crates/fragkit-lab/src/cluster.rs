@@ -119,7 +119,7 @@ impl Cluster {
     #[cfg(not(feature = "mpi"))]
     fn init_mpi() -> Result<Cluster> {
         anyhow::bail!(
-            "started by an MPI launcher but this fragkit was built without the `mpi` feature; rebuild with `cargo build --release` (default features)"
+            "started by an MPI launcher but this fragkit was built without the `mpi` feature; rebuild with it: cargo install --locked --path . --features mpi"
         )
     }
 

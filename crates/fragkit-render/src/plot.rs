@@ -5,10 +5,14 @@
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
+#[cfg(feature = "plot")]
 use plotters::coord::Shift;
+#[cfg(feature = "plot")]
 use plotters::prelude::*;
+#[cfg(feature = "plot")]
 use plotters::style::{register_font, FontStyle};
 
+#[cfg(feature = "plot")]
 /// Make DejaVu Sans (the font the block maps embed) the "sans-serif" plotters draws text
 /// with. `flag` names the option that asked for a chart, for callers that report errors.
 pub fn register_plot_font(_flag: &str) -> Result<()> {
@@ -21,6 +25,7 @@ pub fn register_plot_font(_flag: &str) -> Result<()> {
     result
 }
 
+#[cfg(feature = "plot")]
 /// Draw a `size` chart with plotters into an RGB buffer and write it to `out` as PNG with
 /// the same encoder as the block maps (one PNG stack in the build).
 pub fn save_png(
@@ -36,6 +41,7 @@ pub fn save_png(
         .map_err(|e| anyhow!("{}: cannot write the chart: {e}", out.display()))
 }
 
+#[cfg(feature = "plot")]
 /// Distinguishable line colours (Tableau 10).
 pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -64,6 +70,7 @@ pub struct Panel {
     pub lines: Vec<Line>,
 }
 
+#[cfg(feature = "plot")]
 /// Stacked panels sharing an x axis (log2-scaled when `log_x`), labelled by `x_label`.
 pub fn line_panels(
     out: &Path,
@@ -204,6 +211,7 @@ pub struct Heat {
     pub values: Vec<Vec<Option<f64>>>,
 }
 
+#[cfg(feature = "plot")]
 /// Side-by-side heat maps sharing one colour scale (white = low, dark blue = high), each
 /// cell labelled with its value.
 pub fn heat_maps(out: &Path, title: &str, x_desc: &str, y_desc: &str, maps: &[Heat]) -> Result<()> {
@@ -287,6 +295,7 @@ pub fn heat_maps(out: &Path, title: &str, x_desc: &str, y_desc: &str, maps: &[He
     })
 }
 
+#[cfg(feature = "plot")]
 /// The label of the cell whose centre is at `v` (cells span [i, i+1)); empty elsewhere.
 fn label_at(values: &[u64], v: f64) -> String {
     let i = v - 0.5;
@@ -299,6 +308,7 @@ fn label_at(values: &[u64], v: f64) -> String {
     }
 }
 
+#[cfg(feature = "plot")]
 /// Upper right unless a line ends high there (then upper left).
 fn legend_corner(
     panel: &Panel,
@@ -317,4 +327,37 @@ fn legend_corner(
     } else {
         SeriesLabelPosition::UpperRight
     }
+}
+
+/// Without the `plot` feature there is no chart: say so instead of drawing.
+#[cfg(not(feature = "plot"))]
+pub fn line_panels(
+    out: &Path,
+    _title: &str,
+    _x_desc: &str,
+    _log_x: bool,
+    _x_label: &dyn Fn(f64) -> String,
+    _panels: &[Panel],
+) -> Result<()> {
+    Err(without_plot(out))
+}
+
+/// Without the `plot` feature there is no chart: say so instead of drawing.
+#[cfg(not(feature = "plot"))]
+pub fn heat_maps(
+    out: &Path,
+    _title: &str,
+    _x_desc: &str,
+    _y_desc: &str,
+    _maps: &[Heat],
+) -> Result<()> {
+    Err(without_plot(out))
+}
+
+#[cfg(not(feature = "plot"))]
+fn without_plot(out: &Path) -> anyhow::Error {
+    anyhow!(
+        "{}: this fragkit was built without charts (the `plot` feature); rebuild with it: cargo install --locked --path . --features plot",
+        out.display()
+    )
 }

@@ -6,6 +6,12 @@ pub fn split(dev: u64) -> (u32, u32) {
     (libc::major(dev), libc::minor(dev))
 }
 
+/// A userspace dev_t from (major, minor) (glibc makedev), as statx's stx_dev_major and
+/// stx_dev_minor give them.
+pub fn makedev(major: u32, minor: u32) -> u64 {
+    libc::makedev(major, minor)
+}
+
 /// include/linux/kdev_t.h: the kernel's dev_t is major << 20 | minor.
 pub fn kernel_dev_parts(dev: u32) -> (u32, u32) {
     (dev >> 20, dev & ((1 << 20) - 1))
@@ -43,6 +49,7 @@ mod tests {
     fn encodings_agree() {
         let dev = libc::makedev(259, 300);
         assert_eq!(split(dev), (259, 300));
+        assert_eq!(makedev(259, 300), dev);
         assert_eq!(kernel_dev_parts(kernel_dev(dev)), (259, 300));
         // new_encode_dev: minor's low byte, major, minor's high bits above bit 20.
         assert_eq!(

@@ -17,6 +17,14 @@
 pub(crate) const NOT_TRACED: &str =
     "mmap page faults, io_uring, AIO (io_submit), sendfile, splice and copy_file_range";
 
+/// The error every tracing entry point returns in a build without the `bpf` feature.
+#[cfg(not(feature = "bpf"))]
+pub(crate) fn without_bpf() -> anyhow::Error {
+    anyhow::anyhow!(
+        "this fragkit was built without eBPF tracing (the `bpf` feature); rebuild with it: cargo install --locked --path . --features bpf"
+    )
+}
+
 pub mod block;
 pub mod collect;
 pub mod loader;

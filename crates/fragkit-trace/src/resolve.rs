@@ -6,8 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,6 +14,7 @@ use std::time::Instant;
 use fragkit_sys::dev::{self, kernel_dev};
 use fragkit_sys::fsinfo::{FsInfo, EXT4_MAGIC, XFS_MAGIC};
 use fragkit_sys::mountinfo;
+use fragkit_sys::{handle, stat};
 
 fn same_file(path: &Path, dev: u32, ino: u64) -> bool {
     fs::metadata(path).is_ok_and(|m| m.ino() == ino && on_dev(&m, path, dev))
@@ -74,15 +74,6 @@ pub(crate) fn mount_point(dev: u32) -> Option<PathBuf> {
     best
 }
 
-/// struct file_handle (include/uapi/linux/fcntl.h via include/linux/fs.h): byte count,
-/// type, then the file system's own bytes (at most MAX_HANDLE_SZ = 128).
-#[repr(C)]
-struct FileHandle {
-    handle_bytes: u32,
-    handle_type: i32,
-    f_handle: [u8; 16],
-}
-
 /// include/linux/exportfs.h FILEID_INO32_GEN: { u32 ino; u32 gen } (ext2/3/4, xfs).
 const FILEID_INO32_GEN: i32 = 1;
 /// fs/xfs/xfs_export.h XFS_FILEID_TYPE_64FLAG | FILEID_INO32_GEN: { u64 ino; u32 gen }.
@@ -105,54 +96,40 @@ pub(crate) fn by_handle(mount: &Path, dev: u32, ino: u64, gen: u32) -> ByHandle 
     let Ok(info) = FsInfo::of_fd(std::os::fd::AsFd::as_fd(&dir)) else {
         return ByHandle::Unsupported;
     };
-    let mut h = FileHandle {
-        handle_bytes: 8,
-        handle_type: FILEID_INO32_GEN,
-        f_handle: [0; 16],
-    };
+    let (mut handle_bytes, mut handle_type) = (8, FILEID_INO32_GEN);
     match info.magic {
         EXT4_MAGIC => {}
         XFS_MAGIC if ino > u32::MAX as u64 => {
-            h.handle_bytes = 12;
-            h.handle_type = XFS_FILEID_INO64_GEN;
+            handle_bytes = 12;
+            handle_type = XFS_FILEID_INO64_GEN;
         }
         XFS_MAGIC => {}
         _ => return ByHandle::Unsupported,
     }
-    if h.handle_type == FILEID_INO32_GEN {
-        h.f_handle[..4].copy_from_slice(&(ino as u32).to_ne_bytes());
-        h.f_handle[4..8].copy_from_slice(&gen.to_ne_bytes());
+    let mut f_handle = [0u8; 12];
+    if handle_type == FILEID_INO32_GEN {
+        f_handle[..4].copy_from_slice(&(ino as u32).to_ne_bytes());
+        f_handle[4..8].copy_from_slice(&gen.to_ne_bytes());
     } else {
-        h.f_handle[..8].copy_from_slice(&ino.to_ne_bytes());
-        h.f_handle[8..12].copy_from_slice(&gen.to_ne_bytes());
+        f_handle[..8].copy_from_slice(&ino.to_ne_bytes());
+        f_handle[8..12].copy_from_slice(&gen.to_ne_bytes());
     }
-    // SAFETY: open_by_handle_at(2) reads the handle and returns a new fd or -1.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_open_by_handle_at,
-            dir.as_raw_fd(),
-            &mut h as *mut FileHandle,
-            libc::O_PATH | libc::O_CLOEXEC,
-        )
+    let h = handle::file_handle(handle_type, &f_handle[..handle_bytes]);
+    let file = match handle::open_by_handle_at(dir.as_fd(), &h, libc::O_PATH | libc::O_CLOEXEC) {
+        Ok(file) => file,
+        Err(e) => {
+            return match e.raw_os_error() {
+                Some(libc::ESTALE) | Some(libc::ENOENT) => ByHandle::Gone,
+                _ => ByHandle::Unsupported,
+            }
+        }
     };
-    if fd < 0 {
-        return match io::Error::last_os_error().raw_os_error() {
-            Some(libc::ESTALE) | Some(libc::ENOENT) => ByHandle::Gone,
-            _ => ByHandle::Unsupported,
-        };
-    }
-    // SAFETY: a fresh fd we own.
-    let file = unsafe { OwnedFd::from_raw_fd(fd as i32) };
     match fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
         Ok(p) if p.is_absolute() && same_file(&p, dev, ino) => ByHandle::Found(p),
         _ => {
             // Still cached but unlinked: gone. Otherwise a dentry not connected to the
             // tree: only a walk can say.
-            // SAFETY: `libc::stat` is plain integers, for which all-zero bytes are valid.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            // SAFETY: fstat fills st.
-            let rc = unsafe { libc::fstat(file.as_raw_fd(), &mut st) };
-            if rc == 0 && st.st_nlink == 0 {
+            if stat::fstat(file.as_fd()).is_ok_and(|st| st.st_nlink == 0) {
                 ByHandle::Gone
             } else {
                 ByHandle::Unsupported

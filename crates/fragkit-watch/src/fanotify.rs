@@ -32,27 +32,19 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::Change;
-
-// Event and info-record layouts: include/uapi/linux/fanotify.h (struct
-// fanotify_event_metadata, fanotify_event_info_header, fanotify_event_info_fid);
-// the handle inside is struct file_handle from include/linux/fs.h (u32 bytes, i32 type, data).
-const METADATA_LEN: usize = 24;
-const INFO_HEADER_LEN: usize = 4;
-const FSID_LEN: usize = 8;
+use fragkit_sys::fanotify::{self, NameKind, FAN_MARK_EVICTABLE};
+use fragkit_sys::{handle, openat, poll, rw};
 
 /// Events on the file-system mark: opens (a file about to be written, see above) and
 /// directory-entry changes; FAN_ONDIR so created or moved directories are seen too.
 const MASK: u64 =
     libc::FAN_OPEN | libc::FAN_CREATE | libc::FAN_DELETE | libc::FAN_RENAME | libc::FAN_ONDIR;
-/// fanotify_mark flag (include/uapi/linux/fanotify.h): the inode mark does not pin the
-/// inode in the cache.
-const FAN_MARK_EVICTABLE: libc::c_uint = 0x200;
 
 /// Least time between two reads of the queue between ticks. Reading at once on every
 /// event would wake fragkit for each small transaction of a database (SQLite's journal
@@ -128,21 +120,13 @@ fn fsid_of(path: &Path) -> io::Result<[i32; 2]> {
 impl Fanotify {
     /// Mark the file systems holding `roots`. Needs CAP_SYS_ADMIN (root); the error says so.
     pub fn new(roots: &[PathBuf]) -> io::Result<Fanotify> {
-        // SAFETY: plain syscall.
-        let fd = unsafe {
-            libc::fanotify_init(
-                libc::FAN_CLASS_NOTIF
-                    | libc::FAN_CLOEXEC
-                    | libc::FAN_NONBLOCK
-                    | libc::FAN_REPORT_DFID_NAME,
-                (libc::O_RDONLY | libc::O_LARGEFILE) as libc::c_uint,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fresh fd.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = fanotify::init(
+            libc::FAN_CLASS_NOTIF
+                | libc::FAN_CLOEXEC
+                | libc::FAN_NONBLOCK
+                | libc::FAN_REPORT_DFID_NAME,
+            (libc::O_RDONLY | libc::O_LARGEFILE) as libc::c_uint,
+        )?;
         let mut mounts: Vec<([i32; 2], OwnedFd)> = Vec::new();
         for root in roots {
             let fsid = fsid_of(root)?;
@@ -151,32 +135,16 @@ impl Fanotify {
             }
             let c = std::ffi::CString::new(root.as_os_str().as_bytes())
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
-            // SAFETY: valid fd and C string.
-            let rc = unsafe {
-                libc::fanotify_mark(
-                    fd.as_raw_fd(),
-                    libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM,
-                    MASK,
-                    libc::AT_FDCWD,
-                    c.as_ptr(),
-                )
-            };
-            if rc < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: open(2) of a directory. Not O_PATH: open_by_handle_at refuses
-            // O_PATH descriptors as mount_fd (EBADF) on this kernel.
-            let mfd = unsafe {
-                libc::open(
-                    c.as_ptr(),
-                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                )
-            };
-            if mfd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: fresh fd.
-            mounts.push((fsid, unsafe { OwnedFd::from_raw_fd(mfd) }));
+            fanotify::mark(
+                fd.as_fd(),
+                libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM,
+                MASK,
+                &c,
+            )?;
+            // open(2) of a directory (openat(AT_FDCWD), O_CLOEXEC added). Not O_PATH:
+            // open_by_handle_at refuses O_PATH descriptors as mount_fd (EBADF) on this kernel.
+            let mfd = openat::open_at(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY)?;
+            mounts.push((fsid, mfd));
         }
         let f = Fanotify {
             fd,
@@ -223,24 +191,11 @@ impl Fanotify {
             std::thread::sleep(nap);
             timeout -= nap;
         }
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one pollfd we own.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(())
-            } else {
-                Err(e)
-            };
-        }
-        if rc == 0 {
-            return Ok(());
+        match poll::readable(self.fd.as_fd(), timeout) {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(e),
         }
         self.last_read = Some(Instant::now());
         self.pump()
@@ -266,14 +221,7 @@ impl Fanotify {
     fn mark(&self, flags: libc::c_uint, mask: u64, path: &Path) -> io::Result<()> {
         let c = std::ffi::CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
-        // SAFETY: valid fd and C string.
-        let rc = unsafe {
-            libc::fanotify_mark(self.fd.as_raw_fd(), flags, mask, libc::AT_FDCWD, c.as_ptr())
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        fanotify::mark(self.fd.as_fd(), flags, mask, &c)
     }
 
     /// Ask for this file's next write (FAN_MODIFY), and stop hearing its opens. Best
@@ -324,29 +272,8 @@ impl Fanotify {
     /// unwatched file system.
     fn dir_path(&self, fsid: [i32; 2], handle: &[u8]) -> Option<PathBuf> {
         let (_, mfd) = self.mounts.iter().find(|(f, _)| *f == fsid)?;
-        // struct file_handle must be 4-byte aligned: copy into a u32 buffer.
-        let mut aligned = vec![0u32; handle.len().div_ceil(4)];
-        // SAFETY: aligned has at least handle.len() bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                handle.as_ptr(),
-                aligned.as_mut_ptr() as *mut u8,
-                handle.len(),
-            )
-        };
-        // SAFETY: aligned holds a file_handle as the kernel reported it.
-        let fd = unsafe {
-            libc::open_by_handle_at(
-                mfd.as_raw_fd(),
-                aligned.as_mut_ptr() as *mut libc::file_handle,
-                libc::O_PATH | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: fresh fd, closed on drop.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd =
+            handle::open_by_handle_at(mfd.as_fd(), handle, libc::O_PATH | libc::O_CLOEXEC).ok()?;
         std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()
     }
 
@@ -413,7 +340,7 @@ impl Fanotify {
     fn read_queue(&mut self, out: &mut Vec<Change>, disarm: bool) -> io::Result<()> {
         let mut written = Vec::new();
         self.batch.clear();
-        while let Some(n) = super::read_nonblocking(&self.fd, &mut self.buf)? {
+        while let Some(n) = rw::read_nonblocking(self.fd.as_fd(), &mut self.buf)? {
             // The kernel hands out whole events only, so reads concatenate.
             self.batch.extend_from_slice(&self.buf[..n]);
         }
@@ -438,25 +365,15 @@ impl Fanotify {
     /// Decode events into `out`; files with FAN_MODIFY also go to `written`.
     fn parse(
         &self,
-        mut data: &[u8],
+        data: &[u8],
         dirs: &mut HashMap<Vec<u8>, PathBuf>,
         out: &mut Vec<Change>,
         written: &mut Vec<PathBuf>,
     ) {
-        let u16_at = |b: &[u8], o: usize| u16::from_ne_bytes([b[o], b[o + 1]]);
-        let u32_at = |b: &[u8], o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
-        while data.len() >= METADATA_LEN {
-            let event_len = u32_at(data, 0) as usize;
-            let metadata_len = u16_at(data, 6) as usize;
-            let mask = u64::from_ne_bytes(data[8..16].try_into().unwrap());
-            let pid = u32_at(data, 20) as i32;
-            if event_len < METADATA_LEN || event_len > data.len() {
-                break;
-            }
-            let event = &data[..event_len];
-            data = &data[event_len..];
+        for event in fanotify::events(data) {
+            let mask = event.mask;
             if self.skip_own_opens
-                && pid == self.own_pid
+                && event.pid == self.own_pid
                 && mask & !(libc::FAN_OPEN | libc::FAN_ONDIR) == 0
             {
                 continue;
@@ -467,54 +384,28 @@ impl Fanotify {
             }
             let is_dir = mask & libc::FAN_ONDIR != 0;
             let (mut plain, mut old, mut new) = (None, None, None);
-            let mut off = metadata_len;
-            while off + INFO_HEADER_LEN <= event.len() {
-                let info_type = event[off];
-                let len = u16_at(event, off + 2) as usize;
-                if len < INFO_HEADER_LEN || off + len > event.len() {
-                    break;
-                }
-                let rec = &event[off..off + len];
-                off += len;
-                let named = matches!(
-                    info_type,
-                    libc::FAN_EVENT_INFO_TYPE_DFID_NAME
-                        | libc::FAN_EVENT_INFO_TYPE_OLD_DFID_NAME
-                        | libc::FAN_EVENT_INFO_TYPE_NEW_DFID_NAME
-                );
-                if !named || rec.len() < INFO_HEADER_LEN + FSID_LEN + 8 {
-                    continue;
-                }
-                let fsid = [u32_at(rec, 4) as i32, u32_at(rec, 8) as i32];
-                let h = INFO_HEADER_LEN + FSID_LEN;
-                let handle_bytes = u32_at(rec, h) as usize;
-                let handle_end = h + 8 + handle_bytes;
-                if handle_end > rec.len() {
-                    continue;
-                }
-                let handle = &rec[h..handle_end];
-                let name_bytes = &rec[handle_end..];
-                let name = &name_bytes[..name_bytes.iter().position(|&b| b == 0).unwrap_or(0)];
-                let mut key = Vec::with_capacity(8 + handle.len());
-                key.extend_from_slice(&rec[4..12]);
-                key.extend_from_slice(handle);
+            for rec in event.dfid_names() {
+                let mut key = Vec::with_capacity(8 + rec.handle.len());
+                key.extend_from_slice(&rec.fsid[0].to_ne_bytes());
+                key.extend_from_slice(&rec.fsid[1].to_ne_bytes());
+                key.extend_from_slice(rec.handle);
                 // Only found paths are kept: a failed lookup may be passing (EMFILE).
                 let dir = match dirs.get(&key) {
                     Some(d) => d.clone(),
-                    None => match self.dir_path(fsid, handle) {
+                    None => match self.dir_path(rec.fsid, rec.handle) {
                         Some(d) => dirs.entry(key).or_insert(d).clone(),
                         None => continue,
                     },
                 };
-                let path = if name.is_empty() || name == b"." {
+                let path = if rec.name.is_empty() || rec.name == b"." {
                     dir
                 } else {
-                    dir.join(OsStr::from_bytes(name))
+                    dir.join(OsStr::from_bytes(rec.name))
                 };
-                match info_type {
-                    libc::FAN_EVENT_INFO_TYPE_OLD_DFID_NAME => old = Some(path),
-                    libc::FAN_EVENT_INFO_TYPE_NEW_DFID_NAME => new = Some(path),
-                    _ => plain = Some(path),
+                match rec.kind {
+                    NameKind::Old => old = Some(path),
+                    NameKind::New => new = Some(path),
+                    NameKind::Entry => plain = Some(path),
                 }
             }
             if mask & libc::FAN_RENAME != 0 {
@@ -539,21 +430,18 @@ impl Fanotify {
 
 /// Whether a batch of events renames or deletes a directory, or lost events (overflow):
 /// then directory paths known from earlier reads may be stale.
-fn moves_directories(mut data: &[u8]) -> bool {
-    while data.len() >= METADATA_LEN {
-        let event_len = u32::from_ne_bytes(data[0..4].try_into().unwrap()) as usize;
-        let mask = u64::from_ne_bytes(data[8..16].try_into().unwrap());
+fn moves_directories(data: &[u8]) -> bool {
+    let mut events = fanotify::events(data);
+    for event in &mut events {
+        let mask = event.mask;
         if mask & libc::FAN_Q_OVERFLOW != 0
             || (mask & libc::FAN_ONDIR != 0 && mask & (libc::FAN_RENAME | libc::FAN_DELETE) != 0)
         {
             return true;
         }
-        if event_len < METADATA_LEN || event_len > data.len() {
-            return true; // malformed: trust nothing remembered
-        }
-        data = &data[event_len..];
     }
-    false
+    // Malformed: trust nothing remembered.
+    events.malformed()
 }
 
 /// Files under `roots` that some process has open for writing now, from /proc/*/fd and
@@ -602,6 +490,7 @@ fn open_for_writing(roots: &[PathBuf]) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fragkit_sys::fanotify::METADATA_LEN;
 
     /// One event's metadata as the kernel lays it out (no info records).
     fn event(mask: u64) -> Vec<u8> {

@@ -8,15 +8,12 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::Change;
-
-// struct inotify_event {int wd; u32 mask; u32 cookie; u32 len; char name[];}
-// (include/uapi/linux/inotify.h).
-const EVENT_HEADER_LEN: usize = 16;
+use fragkit_sys::{inotify, rw};
 
 const MASK: u32 = libc::IN_MODIFY
     | libc::IN_CREATE
@@ -34,14 +31,9 @@ pub struct Inotify {
 
 impl Inotify {
     pub fn new(roots: &[PathBuf]) -> io::Result<Inotify> {
-        // SAFETY: plain syscall.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fd = inotify::init(libc::IN_NONBLOCK | libc::IN_CLOEXEC)?;
         let mut me = Inotify {
-            // SAFETY: fresh fd.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd,
             dirs: HashMap::new(),
             buf: vec![0u8; 64 * 1024],
         };
@@ -63,18 +55,15 @@ impl Inotify {
     fn add_dir(&mut self, dir: &Path) -> io::Result<()> {
         let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
-        // SAFETY: valid fd and C string.
-        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c.as_ptr(), MASK) };
-        if wd < 0 {
-            let e = io::Error::last_os_error();
+        let wd = inotify::add_watch(self.fd.as_fd(), &c, MASK).map_err(|e| {
             if e.raw_os_error() == Some(libc::ENOSPC) {
-                return Err(io::Error::other(format!(
+                return io::Error::other(format!(
                     "{}: out of inotify watches (raise /proc/sys/fs/inotify/max_user_watches, or run as root to use fanotify)",
                     dir.display()
-                )));
+                ));
             }
-            return Err(e);
-        }
+            e
+        })?;
         self.dirs.insert(wd, dir.to_path_buf());
         Ok(())
     }
@@ -105,18 +94,10 @@ impl Inotify {
 
     pub fn drain(&mut self, out: &mut Vec<Change>) -> io::Result<()> {
         let mut moved_from: HashMap<u32, PathBuf> = HashMap::new();
-        while let Some(n) = super::read_nonblocking(&self.fd, &mut self.buf)? {
+        while let Some(n) = rw::read_nonblocking(self.fd.as_fd(), &mut self.buf)? {
             let buf = std::mem::take(&mut self.buf);
-            let mut data = &buf[..n];
-            while data.len() >= EVENT_HEADER_LEN {
-                let wd = i32::from_ne_bytes(data[0..4].try_into().unwrap());
-                let mask = u32::from_ne_bytes(data[4..8].try_into().unwrap());
-                let cookie = u32::from_ne_bytes(data[8..12].try_into().unwrap());
-                let len = u32::from_ne_bytes(data[12..16].try_into().unwrap()) as usize;
-                let name = &data[EVENT_HEADER_LEN..(EVENT_HEADER_LEN + len).min(data.len())];
-                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                data = &data[(EVENT_HEADER_LEN + len).min(data.len())..];
-                self.event(wd, mask, cookie, name, &mut moved_from, out);
+            for e in inotify::events(&buf[..n]) {
+                self.event(e.wd, e.mask, e.cookie, e.name, &mut moved_from, out);
             }
             self.buf = buf;
         }

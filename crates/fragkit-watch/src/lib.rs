@@ -150,28 +150,3 @@ impl Source {
         }
     }
 }
-
-/// One read(2) from a non-blocking event descriptor: Some(bytes), or None when the queue is
-/// empty (EAGAIN) or closed.
-pub(crate) fn read_nonblocking(
-    fd: &std::os::fd::OwnedFd,
-    buf: &mut [u8],
-) -> io::Result<Option<usize>> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: reading into a buffer we own, of its length.
-    let n = unsafe {
-        libc::read(
-            fd.as_raw_fd(),
-            buf.as_mut_ptr() as *mut libc::c_void,
-            buf.len(),
-        )
-    };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EAGAIN) {
-            return Ok(None);
-        }
-        return Err(e);
-    }
-    Ok((n > 0).then_some(n as usize))
-}

@@ -54,13 +54,7 @@ impl QueueLimits {
 }
 
 pub(crate) fn page_size() -> u64 {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as u64
-    } else {
-        4096
-    }
+    fragkit_sys::sysconf::page_size()
 }
 
 /// One snapshot of the device's counters (fields in Documentation/block/stat.rst order).

@@ -4,6 +4,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
+use fragkit_sys::rw;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -94,16 +95,11 @@ pub(crate) struct PsyncEngine {
 impl Engine for PsyncEngine {
     fn queue(&mut self, req: Request) -> io::Result<()> {
         // SAFETY: the caller guarantees buf is valid for len bytes until completion.
-        let n = unsafe {
+        let result = unsafe {
             match req.op {
-                Op::Read => libc::pread(self.fd, req.buf.cast(), req.len, req.offset as i64),
-                Op::Write => libc::pwrite(self.fd, req.buf.cast(), req.len, req.offset as i64),
+                Op::Read => rw::pread(self.fd, req.buf, req.len, req.offset),
+                Op::Write => rw::pwrite(self.fd, req.buf, req.len, req.offset),
             }
-        };
-        let result = if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
         };
         self.done.push(Completion {
             slot: req.slot,

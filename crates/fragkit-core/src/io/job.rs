@@ -442,10 +442,7 @@ pub fn planned_requests(
 
 /// Sync and drop clean page cache, dentries and inodes (needs root).
 pub fn drop_caches() -> Result<()> {
-    nix::unistd::sync();
-    std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
-        anyhow!("dropping the page cache needs root (/proc/sys/vm/drop_caches: {e}); run as root or pass --no-drop-caches")
-    })
+    fragkit_sys::vm::drop_caches()
 }
 
 /// Run a job: validate, open, warm up, then the measured iterations.

@@ -11,7 +11,7 @@ use std::ffi::{CStr, OsStr};
 use std::fs::File;
 use std::io;
 use std::ops::ControlFlow;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,7 @@ use std::sync::{Mutex, RwLock};
 use super::model::{Extent, FileLayout};
 use fragkit_sys::fiemap::{self, FiemapError};
 use fragkit_sys::fsinfo::FsInfo;
+use fragkit_sys::stat;
 
 /// What the walk should do.
 #[derive(Debug, Clone)]
@@ -241,13 +242,8 @@ pub fn check_root(path: &Path) -> Result<Root, RootError> {
 fn open_path(path: &Path) -> io::Result<OwnedFd> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    // SAFETY: plain open(2) with a valid C string.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just returned by open and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // open(2) is openat(AT_FDCWD) (glibc makes the same system call).
+    fragkit_sys::openat::open_at(libc::AT_FDCWD, &c, libc::O_PATH)
 }
 
 /// Files handed to one worker at a time: large enough that the hand-off (two channel
@@ -460,7 +456,7 @@ impl Walker<'_> {
                 }
                 Root::Dir(p) => match open_root_dir(p) {
                     Ok(dir) => {
-                        let dev = fstat(dir.as_raw_fd()).map(|st| st.st_dev).unwrap_or(0);
+                        let dev = stat::fstat(dir.as_fd()).map(|st| st.st_dev).unwrap_or(0);
                         self.walk_dir(dir, p.clone(), dev, &mut seq, emit);
                     }
                     Err(e) => self.error(p, e, "cannot open directory"),
@@ -481,7 +477,7 @@ impl Walker<'_> {
             return;
         }
         self.stats.directories.fetch_add(1, Ordering::Relaxed);
-        let entries = match read_dir_entries(dir.as_raw_fd()) {
+        let entries = match read_dir_entries(dir.as_fd()) {
             Ok(e) => e,
             Err(e) => return self.error(&path, e, "cannot read directory"),
         };
@@ -491,7 +487,7 @@ impl Walker<'_> {
             let cname = entries.name((start, len));
             let name = cname.to_bytes();
             let dtype = if dtype == libc::DT_UNKNOWN {
-                match fstatat_nofollow(dir.as_raw_fd(), cname) {
+                match stat::fstatat_nofollow(dir.as_raw_fd(), cname) {
                     Ok(st) => mode_to_dtype(st.st_mode),
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                         self.stats.vanished.fetch_add(1, Ordering::Relaxed);
@@ -568,7 +564,7 @@ impl Walker<'_> {
             let sub = dir_path.join(OsStr::from_bytes(cname.to_bytes()));
             match open_dir_at(dir.as_raw_fd(), cname) {
                 Ok(fd) => {
-                    let dev = fstat(fd.as_raw_fd()).map(|st| st.st_dev).unwrap_or(0);
+                    let dev = stat::fstat(fd.as_fd()).map(|st| st.st_dev).unwrap_or(0);
                     if self.opts.one_file_system && dev != root_dev {
                         self.stats
                             .other_fs_directories
@@ -647,7 +643,7 @@ impl Walker<'_> {
         for attempt in 0..2 {
             extents.clear();
             let mapped = fiemap::read_extents_into(fd.as_fd(), self.opts.sync, &mut extents);
-            let st = match statx_fd(raw) {
+            let st = match statx_fd(fd.as_fd()) {
                 Ok(st) => st,
                 Err(e) => {
                     self.error(full, e, "cannot stat");
@@ -728,26 +724,19 @@ trait StatxDev {
 
 impl StatxDev for libc::statx {
     fn dev(&self) -> u64 {
-        libc::makedev(self.stx_dev_major, self.stx_dev_minor)
+        fragkit_sys::dev::makedev(self.stx_dev_major, self.stx_dev_minor)
     }
 }
 
 /// statx(fd, "", AT_EMPTY_PATH) for the fields a scan needs.
-fn statx_fd(fd: RawFd) -> io::Result<libc::statx> {
-    // SAFETY: statx is plain data filled by the kernel.
-    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+fn statx_fd(fd: BorrowedFd<'_>) -> io::Result<libc::statx> {
     let mask = libc::STATX_TYPE
         | libc::STATX_MODE
         | libc::STATX_NLINK
         | libc::STATX_INO
         | libc::STATX_SIZE
         | libc::STATX_BLOCKS;
-    // SAFETY: empty C string with AT_EMPTY_PATH stats the fd itself.
-    let rc = unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, mask, &mut st) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(st)
+    stat::statx_fd(fd, mask)
 }
 
 fn cpath(p: &Path) -> io::Result<std::ffi::CString> {
@@ -820,13 +809,7 @@ pub fn open_at(dirfd: RawFd, p: &Path, flags: libc::c_int) -> io::Result<OwnedFd
 
 /// openat(2) of a name already NUL-terminated (a directory entry): no copy.
 fn open_at_c(dirfd: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-    // SAFETY: openat with a valid C string; the returned fd is owned here.
-    let fd = unsafe { libc::openat(dirfd, name.as_ptr(), flags | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fresh fd from openat.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    fragkit_sys::openat::open_at(dirfd, name, flags)
 }
 
 fn open_dir_at(dirfd: RawFd, name: &CStr) -> io::Result<OwnedFd> {
@@ -864,28 +847,6 @@ fn set_path(path: &mut PathBuf, dir: &Path, name: &[u8]) {
     }
     buf.extend_from_slice(name);
     *path = PathBuf::from(std::ffi::OsString::from_vec(buf));
-}
-
-fn fstat(fd: RawFd) -> io::Result<libc::stat> {
-    // SAFETY: stat is plain data filled by the kernel.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a live, writable `libc::stat` that fstat(2) fills with at most one
-    // `struct stat`; a bad `fd` only makes the call fail with EBADF.
-    if unsafe { libc::fstat(fd, &mut st) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(st)
-}
-
-fn fstatat_nofollow(dirfd: RawFd, c: &CStr) -> io::Result<libc::stat> {
-    // SAFETY: as fstat.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a NUL-terminated string borrowed for the call and `st` a live, writable
-    // `libc::stat` that fstatat(2) fills with at most one `struct stat`.
-    if unsafe { libc::fstatat(dirfd, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(st)
 }
 
 /// Byte order of two names of one directory as parts of full paths, a directory's name
@@ -950,57 +911,14 @@ fn sort_prefix(name: &[u8], is_dir: bool) -> u64 {
 }
 
 /// Names and d_type of a directory's entries, "." and ".." left out.
-fn read_dir_entries(dirfd: RawFd) -> io::Result<DirEntries> {
-    // fdopendir takes ownership of the fd it is given, so hand it a duplicate.
-    // SAFETY: dup of an fd we hold.
-    let dup = unsafe { libc::fcntl(dirfd, libc::F_DUPFD_CLOEXEC, 0) };
-    if dup < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: dup is a directory fd we own; closedir closes it.
-    let dirp = unsafe { libc::fdopendir(dup) };
-    if dirp.is_null() {
-        let e = io::Error::last_os_error();
-        // SAFETY: still ours when fdopendir failed.
-        unsafe { libc::close(dup) };
-        return Err(e);
-    }
+fn read_dir_entries(dir: BorrowedFd<'_>) -> io::Result<DirEntries> {
     let mut out = DirEntries {
         names: Vec::new(),
         list: Vec::new(),
     };
-    loop {
-        // readdir signals errors only through errno, so clear it first.
-        // SAFETY: errno location is thread-local.
-        unsafe { *libc::__errno_location() = 0 };
-        // SAFETY: dirp is a valid DIR*.
-        let ent = unsafe { libc::readdir64(dirp) };
-        if ent.is_null() {
-            // SAFETY: __errno_location returns this thread's errno, valid to read for the
-            // thread's life.
-            let errno = unsafe { *libc::__errno_location() };
-            // SAFETY: `dirp` came from fdopendir and is still open; we return right after, so
-            // it is closed once and never used again (closedir also closes `dup`, its fd).
-            unsafe { libc::closedir(dirp) };
-            if errno != 0 {
-                return Err(io::Error::from_raw_os_error(errno));
-            }
-            return Ok(out);
-        }
-        // SAFETY: d_name is NUL-terminated within the entry.
-        let (name, dtype) = unsafe {
-            (
-                CStr::from_ptr((*ent).d_name.as_ptr()).to_bytes_with_nul(),
-                (*ent).d_type,
-            )
-        };
-        if name == b".\0" || name == b"..\0" {
-            continue;
-        }
+    fragkit_sys::dirent::for_each_entry(dir, |name, dtype| {
+        let name = name.to_bytes_with_nul();
         let Ok(start) = u32::try_from(out.names.len()) else {
-            // SAFETY: `dirp` is still open (the loop has not closed it) and is not used after
-            // this; `name`, which points into its entry, is not used either.
-            unsafe { libc::closedir(dirp) };
             return Err(io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 "directory names exceed 4 GiB",
@@ -1008,13 +926,15 @@ fn read_dir_entries(dirfd: RawFd) -> io::Result<DirEntries> {
         };
         out.names.extend_from_slice(name);
         out.list.push((start, name.len() as u32 - 1, dtype));
-    }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// Map one file by path (no walk): for tools that already know their file.
 pub fn map_path(path: &Path, sync: bool) -> Result<ScannedFile, RootError> {
     let file = File::open(path).map_err(io_error(path, "cannot open"))?;
-    let st = fstat(file.as_raw_fd()).map_err(io_error(path, "cannot stat"))?;
+    let st = stat::fstat(file.as_fd()).map_err(io_error(path, "cannot stat"))?;
     let fs = FsInfo::of_fd(file.as_fd()).map_err(io_error(path, "statfs failed"))?;
     let extents = fiemap::read_extents(file.as_fd(), sync).map_err(|e| match e {
         FiemapError::Unsupported => RootError::FileWithoutFiemap {

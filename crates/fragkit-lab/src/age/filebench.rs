@@ -505,8 +505,7 @@ pub fn run(spec: &FilebenchSpec) -> Result<FilebenchReport> {
         write_whole(&mut fh, &p, plan.entry_size[f as usize], spec.iosize, data)?;
         pb.inc(1);
     }
-    // SAFETY: sync(2) has no arguments and cannot fail.
-    unsafe { libc::sync() };
+    fragkit_sys::sync::sync();
 
     let order = Order {
         done: Mutex::new((vec![0; spec.files as usize], 0, false)),
@@ -546,8 +545,7 @@ pub fn run(spec: &FilebenchSpec) -> Result<FilebenchReport> {
     })?;
     let run_seconds = run_start.elapsed().as_secs_f64();
     pb.finish_and_clear();
-    // SAFETY: as above.
-    unsafe { libc::sync() };
+    fragkit_sys::sync::sync();
 
     let mut sum: Totals = [(0, 0, 0); 11];
     for t in &per_thread {

@@ -201,8 +201,7 @@ pub fn run(spec: &FileserverSpec) -> Result<FileserverReport> {
         })?;
     }
     pb.finish_and_clear();
-    // SAFETY: sync(2) has no arguments and cannot fail.
-    unsafe { libc::sync() };
+    fragkit_sys::sync::sync();
     let mut fragments = 0;
     let mut fragmented_files = 0;
     for i in 0..spec.files {

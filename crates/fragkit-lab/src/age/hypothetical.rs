@@ -43,6 +43,7 @@ use rand::RngExt;
 use serde::Serialize;
 
 use super::{check_file, seeded_buf, seeded_rng, write_all_at, FileCheck};
+use fragkit_sys::affinity::CpuPin;
 use fragkit_sys::fsinfo::EXT4_MAGIC;
 use fragkit_sys::mountinfo;
 
@@ -173,43 +174,6 @@ pub fn mount_options(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Pins the calling thread to the CPU it runs on; the old affinity comes back on drop.
-/// ext4's locality-group preallocation is per CPU: a thread that migrates between the
-/// chunk and the dummy writes draws them from different pools (the artifact ran under
-/// `numactl --cpubind` for the same reason).
-struct CpuPin(Option<libc::cpu_set_t>);
-
-impl CpuPin {
-    fn current() -> CpuPin {
-        // SAFETY: cpu_set_t is plain data; the calls fill or read it for this thread (0).
-        unsafe {
-            let mut old: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) < 0 {
-                return CpuPin(None);
-            }
-            let cpu = libc::sched_getcpu();
-            if cpu < 0 {
-                return CpuPin(None);
-            }
-            let mut one: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu as usize, &mut one);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) < 0 {
-                return CpuPin(None);
-            }
-            CpuPin(Some(old))
-        }
-    }
-}
-
-impl Drop for CpuPin {
-    fn drop(&mut self) {
-        if let Some(old) = &self.0 {
-            // SAFETY: restores the mask read in current().
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
-        }
-    }
-}
-
 /// Run the workload in `spec` and verify the target with FIEMAP.
 pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
     let start = Instant::now();
@@ -292,6 +256,9 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
     let mut rng = seeded_rng(spec.seed);
     let mut dummy_bytes = 0;
     let mut dummies = Vec::new();
+    // ext4's locality-group preallocation is per CPU: a thread that migrates between the
+    // chunk and the dummy writes draws them from different pools (the artifact ran under
+    // `numactl --cpubind` for the same reason). Pinned to the CPU it runs on until dropped.
     let pin = if ideal { Some(CpuPin::current()) } else { None };
     let pb = super::progress_bar(n, "age hypothetical");
     for i in 0..n {
@@ -327,7 +294,7 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
         pb.inc(1);
     }
     pb.finish_and_clear();
-    let pinned = pin.as_ref().is_some_and(|p| p.0.is_some());
+    let pinned = pin.as_ref().is_some_and(CpuPin::is_pinned);
     drop(pin);
     target.sync_all()?;
     drop(target);
