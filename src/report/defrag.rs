@@ -9,6 +9,16 @@ use crate::units::{short_size, HumanBytes};
 /// One line per file (and per range with a reason), then the totals.
 pub(crate) fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()> {
     let label = short_size(r.request_size);
+    let s = &r.summary;
+    if s.ranges_planned == 0 && s.files_refused == 0 && r.files.is_empty() {
+        // Nothing planned and nothing refused: every file already reads as few requests
+        // as this mode aims for.
+        return writeln!(
+            w,
+            "{} mode at {label}: nothing to do: {} files scanned, no range worth moving ({} extra requests at {label})",
+            r.mode, s.files_scanned, s.extra_before
+        );
+    }
     writeln!(
         w,
         "{:>9} {:>9} {:>10} {:>10}  {:<22} PATH",
@@ -59,7 +69,6 @@ pub(crate) fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()>
             )?;
         }
     }
-    let s = &r.summary;
     writeln!(w)?;
     writeln!(
         w,

@@ -111,3 +111,85 @@ fn file_vanished_mid_run_is_listed_with_exit_1() {
         .unwrap();
     assert!(done["bytes_moved"].as_u64().unwrap() > 0, "{done}");
 }
+
+/// A 64 MiB file in 512 fragments of 128 KiB, each one R-window (0 split requests), on an
+/// ext4 whose free space is in 64 KiB holes: pick with the whole file hot, and bypass, have
+/// nothing to do. No window already in one piece is planned, tried or counted, and the run
+/// ends with 0 and says so (pick used to retry all 512 windows, skip each "not better" and
+/// exit 1).
+#[test]
+fn pick_and_bypass_leave_whole_windows_alone() {
+    let s = ext4();
+    let mp = s.mountpoint().to_path_buf();
+    let f = mp.join("f");
+    let o = fragkit(&[
+        "age",
+        "layout",
+        &f.to_string_lossy(),
+        "--size",
+        "64M",
+        "--frag-size",
+        "128K",
+        "--frag-distance",
+        "64K",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The rest of free space in 64 KiB holes: allocate it all, then punch every other 64 KiB.
+    let filler_path = mp.join("filler");
+    let filler = std::fs::File::create(&filler_path).unwrap();
+    let st = nix::sys::statvfs::statvfs(&mp).unwrap();
+    let free = st.blocks_available() as u64 * st.fragment_size() as u64;
+    let len = free / (128 << 10) * (128 << 10) - (4 << 20);
+    fallocate(&filler, 0, 0, len);
+    let mut off = 0;
+    while off < len {
+        fallocate(
+            &filler,
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            off,
+            64 << 10,
+        );
+        off += 128 << 10;
+    }
+    drop(filler);
+    let scan = fragkit_json(&["scan", "--format", "json", &f.to_string_lossy()]);
+    assert_eq!(scan["files"][0]["requests"][0]["extra"], 0, "{scan}");
+    assert!(
+        scan["files"][0]["fragments"].as_u64().unwrap() > 100,
+        "{scan}"
+    );
+
+    let profile = mp.join("p.json");
+    std::fs::write(
+        &profile,
+        serde_json::json!({"version": 1, "kind": "fragkit-trace-profile", "files": [
+            {"path": f, "ranges": [{"offset": 0, "length": 64u64 << 20, "reads": 5}]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let p = profile.to_string_lossy().to_string();
+    let fp = f.to_string_lossy().to_string();
+    for args in [
+        vec!["defrag", "--mode", "pick", "--profile", &p, &fp],
+        vec!["defrag", "--mode", "bypass", &fp],
+    ] {
+        let mut json = vec!["defrag", "--format", "json"];
+        json.extend(&args[1..]);
+        let o = fragkit(&json);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let sum = &r["summary"];
+        assert_eq!(sum["ranges_planned"], 0, "{args:?}: {sum}");
+        assert_eq!(sum["ranges_skipped"], 0, "{args:?}: {sum}");
+        assert_eq!(sum["bytes_moved"], 0, "{args:?}: {sum}");
+        let o = fragkit(&args);
+        assert_eq!(o.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("nothing to do"), "{args:?}: {text}");
+    }
+}

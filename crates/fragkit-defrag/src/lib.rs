@@ -812,14 +812,12 @@ fn move_ranges(
         // Pick and bypass: no good space for the whole range, but each R-window only
         // needs its own run. (Full mode never splits: scattered windows are how a
         // whole-file defrag makes a file worse.)
+        // Only the windows that are split: one already in one piece needs nothing and is
+        // neither tried nor counted.
         if no_room && r.length > opts.request_size && matches!(ctx.goal, Goal::WholeWindows(_)) {
             pieces.clear();
-            let mut off = r.offset;
-            while off < r.offset + r.length {
-                let len =
-                    (opts.request_size - off % opts.request_size).min(r.offset + r.length - off);
-                pieces.push(migrate_one(ctx, release, off, len));
-                off += len;
+            for &(off, end) in &r.split_windows {
+                pieces.push(migrate_one(ctx, release, off, end - off));
             }
         }
         let mut range_moved = 0u64;

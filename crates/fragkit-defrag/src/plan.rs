@@ -79,12 +79,17 @@ impl Mode {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct PlannedRange {
     pub offset: u64,
     pub length: u64,
     /// Extra requests at the planning request size that moving this range removes.
     pub extra_removed: u64,
+    /// The R-windows inside the range that more than one run touches, clipped to it: what
+    /// pick and bypass retry one by one when the range has no room as a whole (a window
+    /// already in one piece needs nothing).
+    #[serde(skip)]
+    pub split_windows: Vec<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -125,10 +130,22 @@ fn runs_in(runs: &[Fragment], start: u64, end: u64) -> (u64, u64) {
 }
 
 /// Plan one range: it must be fully backed by written data (holes and preallocated blocks
-/// inside cannot be made one request by moving data) and span more than one run.
-fn plan_range(plan: &mut FilePlan, runs: &[Fragment], start: u64, end: u64, r: u64) {
+/// inside cannot be made one request by moving data) and span more than one run. With
+/// `whole_windows` (pick and bypass, whose goal is one request per R-window) a range whose
+/// windows are each in one piece already has nothing to gain and is not planned.
+fn plan_range(
+    plan: &mut FilePlan,
+    runs: &[Fragment],
+    (start, end): (u64, u64),
+    r: u64,
+    whole_windows: bool,
+) {
     let (n, data) = runs_in(runs, start, end);
     if n <= 1 {
+        return;
+    }
+    let extra = range_request_count(runs, start - start % r, end, r).extra();
+    if whole_windows && extra == 0 {
         return;
     }
     if data < end - start {
@@ -139,17 +156,23 @@ fn plan_range(plan: &mut FilePlan, runs: &[Fragment], start: u64, end: u64, r: u
         });
         return;
     }
-    let extra = range_request_count(runs, start - start % r, end, r).extra();
+    let split_windows: Vec<(u64, u64)> = split_window_list(runs, r)
+        .into_iter()
+        .filter(|w| w.start < end && w.end > start)
+        .map(|w| (w.start.max(start), w.end.min(end)))
+        .collect();
     match plan.ranges.last_mut() {
         // Adjacent ranges become one migration (one donor, one ioctl).
         Some(last) if last.offset + last.length == start => {
             last.length = end - last.offset;
             last.extra_removed += extra;
+            last.split_windows.extend(split_windows);
         }
         _ => plan.ranges.push(PlannedRange {
             offset: start,
             length: end - start,
             extra_removed: extra,
+            split_windows,
         }),
     }
 }
@@ -173,9 +196,9 @@ pub(crate) fn plan_files(files: &[FileEntry], mode: &Mode, request_size: u64) ->
                         plan_range(
                             &mut plan,
                             &runs,
-                            w.start,
-                            w.end.min(end_of_data),
+                            (w.start, w.end.min(end_of_data)),
                             request_size,
+                            true,
                         );
                     }
                 }
@@ -191,7 +214,13 @@ pub(crate) fn plan_files(files: &[FileEntry], mode: &Mode, request_size: u64) ->
                             j += 1;
                         }
                         if j - k > 1 {
-                            plan_range(&mut plan, &runs, start, end.min(end_of_data), request_size);
+                            plan_range(
+                                &mut plan,
+                                &runs,
+                                (start, end.min(end_of_data)),
+                                request_size,
+                                false,
+                            );
                         }
                         k = j;
                     }
@@ -222,8 +251,8 @@ pub(crate) fn plan_files(files: &[FileEntry], mode: &Mode, request_size: u64) ->
                             _ => merged.push((s, e)),
                         }
                     }
-                    for (s, e) in merged {
-                        plan_range(&mut plan, &runs, s, e, request_size);
+                    for range in merged {
+                        plan_range(&mut plan, &runs, range, request_size, true);
                     }
                 }
             }
