@@ -361,7 +361,9 @@ pub struct DefragArgs {
     /// Move at most this many bytes (wear bound; K, M, G suffixes)
     #[arg(long, value_parser = units::parse_nonzero_size)]
     pub budget: Option<u64>,
-    /// btrfs: also rewrite shared (reflinked/snapshotted) extents, unsharing them
+    /// Move shared (reflinked or snapshot) extents too, on any file system: each gets a
+    /// copy of its own, so the sharing ends and the space is used again (counted against
+    /// --budget). Without it a file whose planned ranges hold shared extents is refused
     #[arg(long)]
     pub unshare: bool,
     /// Also defragment files other processes have open for writing

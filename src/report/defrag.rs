@@ -151,6 +151,13 @@ pub(crate) fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()>
             s.checksum_chunks_cached + s.checksum_chunks_direct
         )?;
     }
+    if s.shared_bytes_unshared > 0 {
+        writeln!(
+            w,
+            "--unshare: {} of shared (reflinked or snapshot) extents moved; their sharing is broken and they now use space of their own",
+            HumanBytes(s.shared_bytes_unshared)
+        )?;
+    }
     if s.budget_exhausted {
         writeln!(w, "--budget reached: some ranges were left for a later run")?;
     }

@@ -630,7 +630,12 @@ pub(crate) fn table_row_into(out: &mut Vec<u8>, f: &FileEntry) {
             c.collisions
         );
     }
-    let _ = writeln!(out, "  {}", f.file.path.display());
+    let _ = write!(out, "  {}", f.file.path.display());
+    if m.shared_bytes > 0 {
+        // Reflinked or snapshot-shared data: defrag leaves it unless --unshare.
+        let _ = write!(out, "  [shared {}]", HumanBytes(m.shared_bytes));
+    }
+    let _ = writeln!(out);
 }
 
 /// Nanoseconds as milliseconds with 3 decimals.

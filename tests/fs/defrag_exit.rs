@@ -193,3 +193,64 @@ fn pick_and_bypass_leave_whole_windows_alone() {
         assert!(text.contains("nothing to do"), "{args:?}: {text}");
     }
 }
+
+/// One rule for shared extents on every file system: an xfs file whose planned ranges hold
+/// reflinked extents is refused with the shared byte count (exit 1, file untouched, the
+/// reflinked copy still shares); `--unshare` moves it and reports the bytes it unshared.
+#[test]
+fn reflinked_extents_are_refused_unless_unshare() {
+    let s = scratch(FsType::Xfs, 512 << 20, &[]);
+    let a = s.mountpoint().join("a.db");
+    fill_punch_fragment(&s, &a, 8 << 20, 16 << 10);
+    let b = s.mountpoint().join("b.db");
+    let cp = Command::new("cp")
+        .arg("--reflink=always")
+        .arg(&a)
+        .arg(&b)
+        .status()
+        .unwrap();
+    assert!(cp.success(), "cp --reflink=always on xfs");
+    let shared = |p: &std::path::Path| {
+        let j = fragkit_json(&["scan", "--format", "json", &p.to_string_lossy()]);
+        j["files"][0]["shared_bytes"].as_u64().unwrap()
+    };
+    assert_eq!(
+        shared(&a),
+        8 << 20,
+        "the reflinked file shares all its data"
+    );
+    let before = file_hash(&a);
+    let ap = a.to_string_lossy().to_string();
+    let o = fragkit(&["defrag", "--format", "json", &ap]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let why = r["files"][0]["refused"].as_str().unwrap_or_default();
+    assert!(why.contains("shared") && why.contains("--unshare"), "{r}");
+    assert!(
+        why.contains(&(8u64 << 20).to_string()),
+        "names the shared bytes: {why}"
+    );
+    assert_eq!(r["summary"]["bytes_moved"], 0);
+    assert_eq!(shared(&a), 8 << 20, "still shared after the refusal");
+
+    let o = fragkit(&["defrag", "--unshare", "--format", "json", &ap]);
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(1)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let moved = r["summary"]["bytes_moved"].as_u64().unwrap();
+    assert!(moved > 0, "{r}");
+    assert!(
+        r["summary"]["shared_bytes_unshared"].as_u64().unwrap() > 0,
+        "{r}"
+    );
+    assert_eq!(file_hash(&a), before, "same bytes after the move");
+    assert!(shared(&a) < 8 << 20, "the moved ranges no longer share");
+}

@@ -166,6 +166,9 @@ pub struct DefragSummary {
     pub checksum_chunks_cached: u64,
     pub checksum_chunks_readahead_again: u64,
     pub checksum_chunks_direct: u64,
+    /// `--unshare`: bytes of shared (reflinked or snapshot) extents inside moved ranges,
+    /// whose sharing the move broke; they were counted against `--budget` like any move.
+    pub shared_bytes_unshared: u64,
     pub elapsed_ms: u64,
 }
 
@@ -189,6 +192,7 @@ impl DefragSummary {
         self.checksum_chunks_cached += f.checksum_chunks_cached;
         self.checksum_chunks_readahead_again += f.checksum_chunks_readahead_again;
         self.checksum_chunks_direct += f.checksum_chunks_direct;
+        self.shared_bytes_unshared += f.shared_bytes_unshared;
     }
 
     /// Exit status: 0 everything asked was done (or nothing needed doing), 1 some target
@@ -635,8 +639,16 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
     let before = &entry.metrics.requests[0];
     let path = &entry.file.path;
     let key = (entry.file.dev, entry.file.ino);
+    let shared_planned = shared_bytes_in(&entry.file.layout.extents, &plan.ranges);
     let refused = if sh.writers.contains(&key) {
         Some("open for writing by another process; --force migrates anyway (the kernel primitive stays atomic, but verification may see that writer's changes)".to_string())
+    } else if shared_planned > 0 && !opts.unshare {
+        // One rule on every file system: moving a shared extent gives this file its own
+        // copy, so the sharing ends and the space is used twice.
+        Some(format!(
+            "{} bytes of the planned ranges are in shared (reflinked or snapshot) extents ({} shared in the file); moving them would break the sharing and use that much more space; --unshare moves them anyway",
+            shared_planned, entry.metrics.shared_bytes
+        ))
     } else {
         None
     };
@@ -732,6 +744,13 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         summary.ranges_moved -= failed;
     }
     summary.bytes_moved += file_moved;
+    // --unshare: the shared bytes inside the ranges that moved now have a copy of their own.
+    let moved: Vec<(u64, u64)> = results
+        .iter()
+        .filter(|x| x.status == "moved")
+        .map(|x| (x.offset, x.length))
+        .collect();
+    summary.shared_bytes_unshared += shared_bytes_in_spans(&entry.file.layout.extents, &moved);
     let reads = ctx.sums.before_reads();
     summary.checksum_chunks_cached += reads.cached;
     summary.checksum_chunks_readahead_again += reads.readahead_again;
@@ -847,6 +866,29 @@ fn move_ranges(
         sh.pace();
     }
     (results, checks, file_moved)
+}
+
+/// Bytes of extents flagged FIEMAP_EXTENT_SHARED inside the planned ranges.
+fn shared_bytes_in(extents: &[fiemap::Extent], ranges: &[plan::PlannedRange]) -> u64 {
+    let spans: Vec<(u64, u64)> = ranges.iter().map(|r| (r.offset, r.length)).collect();
+    shared_bytes_in_spans(extents, &spans)
+}
+
+/// Bytes of extents flagged FIEMAP_EXTENT_SHARED inside the (offset, length) spans.
+fn shared_bytes_in_spans(extents: &[fiemap::Extent], spans: &[(u64, u64)]) -> u64 {
+    extents
+        .iter()
+        .filter(|e| e.flags.contains(fiemap::ExtentFlags::SHARED))
+        .map(|e| {
+            spans
+                .iter()
+                .map(|&(off, len)| {
+                    let (a, b) = (e.logical.max(off), e.logical_end().min(off + len));
+                    b.saturating_sub(a)
+                })
+                .sum::<u64>()
+        })
+        .sum()
 }
 
 fn goal_for(mode: &Mode, request_size: u64) -> Goal {
