@@ -25,6 +25,11 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     if !args.pid.is_empty() && !args.command.is_empty() {
         bail!("--pid and -- CMD both choose the processes to trace: give one of them");
     }
+    // Where the profile goes is checked before anything is traced or run: a traced command
+    // whose result cannot be written was run for nothing.
+    if let Some(out) = &args.output {
+        check_output(out)?;
+    }
     // Bad model parameters fail before anything is traced.
     let model = match &args.model {
         Some(m) => Some(super::ssd::model_params(m, None)?),
@@ -99,6 +104,35 @@ pub fn run(args: TraceArgs) -> Result<i32> {
 }
 
 /// `trace --block DEV -o FILE [--mount M] [-- CMD]`: the block trace `fragkit ssd` replays.
+/// `-o FILE` can be written: its directory exists and is a writable directory.
+fn check_output(out: &std::path::Path) -> Result<()> {
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "-o {}: directory {} does not exist (expected a file in an existing directory)",
+            out.display(),
+            dir.display()
+        );
+    }
+    if out.is_dir() {
+        bail!(
+            "-o {}: is a directory (expected a file name)",
+            out.display()
+        );
+    }
+    nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).map_err(|e| {
+        anyhow::anyhow!(
+            "-o {}: cannot write in {}: {e}",
+            out.display(),
+            dir.display()
+        )
+    })?;
+    Ok(())
+}
+
 fn run_block(
     dev: &std::path::Path,
     args: &TraceArgs,

@@ -207,3 +207,25 @@ fn trace_help_names_what_is_not_traced() {
         assert!(line.contains(blind), "{line}");
     }
 }
+
+/// `trace -o` into a directory that does not exist is refused before anything runs: the
+/// traced command never starts.
+#[test]
+fn trace_output_directory_is_checked_before_the_command_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().join("ran");
+    let out = tmp.path().join("no-such-dir").join("p.json");
+    let o = fragkit(&[
+        "trace",
+        "-o",
+        &out.to_string_lossy(),
+        "--",
+        "touch",
+        &marker.to_string_lossy(),
+    ]);
+    one_line_error(&o, 2, &["-o", "does not exist"]);
+    assert!(
+        !marker.exists(),
+        "the traced command ran before -o was checked"
+    );
+}

@@ -254,3 +254,57 @@ fn reflinked_extents_are_refused_unless_unshare() {
     assert_eq!(file_hash(&a), before, "same bytes after the move");
     assert!(shared(&a) < 8 << 20, "the moved ranges no longer share");
 }
+
+/// A missing path among the targets is reported and skipped like scan does (exit 1), the
+/// other targets are still defragmented, and a file named twice (here by its path and by
+/// its directory) is moved once. A hand-written profile range of length u64::MAX covers the
+/// rest of the file instead of overflowing to nothing.
+#[test]
+fn missing_path_is_skipped_and_a_file_named_twice_moves_once() {
+    let s = ext4();
+    let a = s.mountpoint().join("a.db");
+    fill_punch_fragment(&s, &a, 2 << 20, 16 << 10);
+    let ap = a.to_string_lossy().to_string();
+    let dir = s.mountpoint().to_string_lossy().to_string();
+    let missing = s
+        .mountpoint()
+        .join("no-such-file")
+        .to_string_lossy()
+        .to_string();
+    let o = fragkit(&["defrag", "--format", "json", &missing, &ap, &dir]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no-such-file"), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let files = r["files"].as_array().unwrap();
+    let named_a = files.iter().filter(|f| f["path"] == ap.as_str()).count();
+    assert_eq!(named_a, 1, "a.db listed once: {r}");
+    let moved = r["summary"]["bytes_moved"].as_u64().unwrap();
+    assert!(
+        moved > 0 && moved <= 2 << 20,
+        "moved once, at most its size: {r}"
+    );
+
+    let b = s.mountpoint().join("b.db");
+    fill_punch_fragment(&s, &b, 1 << 20, 16 << 10);
+    let profile = s.mountpoint().join("p.json");
+    std::fs::write(
+        &profile,
+        serde_json::json!({"version": 1, "files": [
+            {"path": b, "ranges": [{"offset": 0, "length": u64::MAX, "reads": 1}]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let r = fragkit_json(&[
+        "defrag",
+        "--dry-run",
+        "--mode",
+        "pick",
+        "--profile",
+        &profile.to_string_lossy(),
+        "--format",
+        "json",
+        &b.to_string_lossy(),
+    ]);
+    assert_eq!(r["summary"]["bytes_planned"], 1 << 20, "{r}");
+}

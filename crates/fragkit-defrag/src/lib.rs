@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
-use fragkit_core::layout::walk::map_path;
+use fragkit_core::layout::walk::{self, map_path, WalkOptions};
 use fragkit_core::metrics::FileMetrics;
-use fragkit_core::scan::scan_paths;
+use fragkit_core::scan::scan_roots;
 use fragkit_sys::fiemap;
 use fragkit_sys::fsinfo::{EXT4_MAGIC, F2FS_MAGIC};
 use fragkit_sys::tunable::SysfsTunable;
@@ -332,7 +332,36 @@ pub fn run(
         bail!("defrag needs root (the migration ioctls and GETFSMAP do); run it as root, or add --dry-run to only plan");
     }
     let started = Instant::now();
-    let scan = scan_paths(paths, &[opts.request_size]).map_err(anyhow::Error::msg)?;
+    // A path that cannot be scanned is reported and skipped (exit 1), as scan does; the
+    // others are still defragmented.
+    let mut roots = Vec::new();
+    let mut unusable = Vec::new();
+    for p in paths {
+        match walk::check_root(p) {
+            Ok(r) => roots.push(r),
+            Err(e) => unusable.push(e.into_path_error()),
+        }
+    }
+    let mut scan = scan_roots(
+        &roots,
+        &WalkOptions::default(),
+        &[opts.request_size],
+        &|_| {},
+    );
+    scan.errors.splice(0..0, unusable);
+    // The same inode reached twice (a path named twice, a bind mount, a directory and a
+    // file inside it) is one file: moved once, listed under the first path.
+    let mut seen = HashSet::new();
+    scan.files.retain(|f| {
+        let first = seen.insert((f.file.dev, f.file.ino));
+        if !first {
+            fragkit_sys::stderr_line!(
+                "fragkit: {}: the same file as one named before; defragmented once",
+                f.file.path.display()
+            );
+        }
+        first
+    });
     for e in &scan.errors {
         fragkit_sys::stderr_line!("fragkit: {}: {}", e.path.display(), e.message);
     }

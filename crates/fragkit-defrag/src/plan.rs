@@ -234,7 +234,15 @@ pub(crate) fn plan_files(files: &[FileEntry], mode: &Mode, request_size: u64) ->
                             v.iter()
                                 .map(|r| {
                                     let s = r.offset / bs * bs;
-                                    let e = (r.offset + r.length).div_ceil(bs) * bs;
+                                    // A hand-edited profile may hold any u64s: the end
+                                    // saturates and is clipped to the data before it is
+                                    // rounded up (end_of_data is a block multiple).
+                                    let e = r
+                                        .offset
+                                        .saturating_add(r.length)
+                                        .min(end_of_data)
+                                        .div_ceil(bs)
+                                        * bs;
                                     (s, e.min(end_of_data))
                                 })
                                 .filter(|(s, e)| e > s)
