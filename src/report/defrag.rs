@@ -54,6 +54,9 @@ pub(crate) fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()>
         if let Some(why) = &f.worse {
             writeln!(w, "      WORSE: {why}")?;
         }
+        if let Some(why) = &f.vanished {
+            writeln!(w, "      VANISHED: {why}")?;
+        }
         // Ranges an interruption left unstarted are counted once at the end, not listed.
         for x in f
             .ranges

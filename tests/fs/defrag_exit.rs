@@ -308,3 +308,34 @@ fn missing_path_is_skipped_and_a_file_named_twice_moves_once() {
     ]);
     assert_eq!(r["summary"]["bytes_planned"], 1 << 20, "{r}");
 }
+
+/// A file deleted while it is being moved: the report says so (`vanished`, exit 1) instead
+/// of showing its layout after as the one before without a word.
+#[test]
+fn file_deleted_while_moved_is_said_to_have_vanished() {
+    let s = ext4();
+    let a = s.mountpoint().join("a.db");
+    fill_punch_fragment(&s, &a, 4 << 20, 16 << 10);
+    let child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(["defrag", "-j", "1", "--max-rate", "2", "--format", "json"])
+        .arg(&a)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::remove_file(&a).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &r["files"][0];
+    assert!(
+        f["vanished"]
+            .as_str()
+            .is_some_and(|v| v.contains("deleted")),
+        "{f}"
+    );
+    assert_eq!(r["summary"]["files_vanished"], 1, "{r}");
+    assert!(err.contains("a.db"), "{err}");
+}

@@ -127,6 +127,10 @@ pub struct FileResult {
     /// fragments without fewer split requests; in full mode, more fragments).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worse: Option<String>,
+    /// Set when the file's layout after the run could not be read (it was deleted or
+    /// renamed meanwhile): the `_after` figures are then the ones from before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vanished: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -135,6 +139,8 @@ pub struct DefragSummary {
     pub files_planned: u64,
     pub files_changed: u64,
     pub files_refused: u64,
+    /// Files whose layout after the run could not be read (deleted or renamed meanwhile).
+    pub files_vanished: u64,
     pub ranges_planned: u64,
     pub ranges_moved: u64,
     pub ranges_skipped: u64,
@@ -177,6 +183,7 @@ impl DefragSummary {
     fn add(&mut self, f: &DefragSummary) {
         self.files_changed += f.files_changed;
         self.files_refused += f.files_refused;
+        self.files_vanished += f.files_vanished;
         self.ranges_moved += f.ranges_moved;
         self.ranges_skipped += f.ranges_skipped;
         self.ranges_failed += f.ranges_failed;
@@ -200,6 +207,7 @@ impl DefragSummary {
     /// report).
     pub fn exit_code(&self) -> i32 {
         let incomplete = self.files_refused
+            + self.files_vanished
             + self.ranges_failed
             + self.verify_failures
             + self.files_worse
@@ -784,9 +792,17 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
     summary.checksum_chunks_cached += reads.cached;
     summary.checksum_chunks_readahead_again += reads.readahead_again;
     summary.checksum_chunks_direct += reads.direct;
-    let after = map_path(path, false)
-        .map(|f| FileMetrics::compute(&f.layout, &[opts.request_size]))
-        .unwrap_or_else(|_| entry.metrics.clone());
+    let (after, vanished) = match map_path(path, false) {
+        Ok(f) => (FileMetrics::compute(&f.layout, &[opts.request_size]), None),
+        Err(e) => {
+            let why = format!(
+                "its layout after the run could not be read ({e}): deleted or renamed meanwhile? the figures after are those from before"
+            );
+            fragkit_sys::stderr_line!("fragkit: {}: {why}", path.display());
+            summary.files_vanished += 1;
+            (entry.metrics.clone(), Some(why))
+        }
+    };
     if file_moved > 0 {
         summary.files_changed += 1;
     }
@@ -799,6 +815,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         results,
         after,
     );
+    result.vanished = vanished;
     result.worse = worse(&result, &opts.mode);
     if let Some(w) = &result.worse {
         summary.files_worse += 1;
@@ -955,6 +972,7 @@ fn file_result(
         split_after: after.requests[0].split,
         ideal: after.requests[0].ideal,
         worse: None,
+        vanished: None,
     }
 }
 
