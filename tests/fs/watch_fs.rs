@@ -678,3 +678,50 @@ fn watch_maps_a_delalloc_file_again_after_writeback() {
     }
     w.stop();
 }
+
+/// `watch report` reads a history on a read-only mount (a WAL database cannot get its
+/// shared-memory file there; it used to say "no ticks table").
+#[test]
+fn report_reads_a_history_on_a_read_only_mount() {
+    let s = scratch(FsType::Ext4, 64 << 20, &[]);
+    let mp = s.mountpoint().to_path_buf();
+    std::fs::create_dir(mp.join("w")).unwrap();
+    write_file(&mp.join("w/f"), 1 << 20, 1);
+    let db = mp.join("h.db");
+    let db_s = db.to_string_lossy().to_string();
+    let o = fragkit(&[
+        "watch",
+        &mp.join("w").to_string_lossy(),
+        "--db",
+        &db_s,
+        "--duration",
+        "1s",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rw = fragkit(&["watch", "report", "--db", &db_s, "--format", "json"]);
+    assert!(
+        rw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rw.stderr)
+    );
+    let st = std::process::Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(&mp)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ro = fragkit(&["watch", "report", "--db", &db_s, "--format", "json"]);
+    let remount = std::process::Command::new("mount")
+        .args(["-o", "remount,rw"])
+        .arg(&mp)
+        .status();
+    assert!(
+        ro.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ro.stderr)
+    );
+    let a: serde_json::Value = serde_json::from_slice(&rw.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&ro.stdout).unwrap();
+    assert_eq!(a["series"], b["series"], "the same history read-only");
+    assert!(remount.unwrap().success());
+}

@@ -219,17 +219,34 @@ impl Store {
                 path.display()
             );
         }
-        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .with_context(|| format!("{}: cannot open SQLite database", path.display()))?;
-        let ok: Option<String> = conn
-            .query_row(
+        let ticks = |conn: &Connection| -> rusqlite::Result<Option<String>> {
+            conn.query_row(
                 "SELECT name FROM sqlite_master WHERE type='table' AND name='ticks'",
                 [],
                 |r| r.get(0),
             )
             .optional()
-            .ok()
-            .flatten();
+        };
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .with_context(|| format!("{}: cannot open SQLite database", path.display()))?;
+        let (conn, ok) = match ticks(&conn) {
+            Ok(ok) => (conn, ok),
+            // A WAL database on a read-only mount (or in a directory we cannot write) cannot
+            // get its shared-memory file: read it as immutable, which needs none.
+            Err(first) => {
+                let uri = format!("file:{}?immutable=1", uri_path(path));
+                let conn = Connection::open_with_flags(
+                    &uri,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+                )
+                .with_context(|| format!("{}: cannot open SQLite database", path.display()))?;
+                let ok = ticks(&conn).with_context(|| {
+                    format!("{}: cannot read the database ({first})", path.display())
+                })?;
+                (conn, ok)
+            }
+        };
         if ok.is_none() {
             anyhow::bail!(
                 "{}: not a fragkit watch database (no ticks table)",
@@ -648,6 +665,21 @@ impl Store {
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
+
+/// A path as the path of an SQLite `file:` URI: the characters the URI syntax gives a
+/// meaning ('%', '?', '#') and any byte outside printable ASCII percent-encoded.
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_graphic() && !matches!(b, b'%' | b'?' | b'#') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
