@@ -339,3 +339,38 @@ fn file_deleted_while_moved_is_said_to_have_vanished() {
     assert_eq!(r["summary"]["files_vanished"], 1, "{r}");
     assert!(err.contains("a.db"), "{err}");
 }
+
+/// An active swap file is recognised by its inode even when its name holds a newline
+/// (/proc/swaps writes it as `\012`), and refused as a swap file.
+#[test]
+fn swap_file_with_a_newline_in_its_name_is_refused_as_swap() {
+    let s = ext4();
+    let f = s.mountpoint().join("sw\nap");
+    fill_punch_fragment(&s, &f, 4 << 20, 16 << 10);
+    std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let ok = |c: &mut Command| c.status().unwrap().success();
+    assert!(ok(Command::new("mkswap")
+        .arg(&f)
+        .stdout(std::process::Stdio::null())));
+    assert!(ok(Command::new("swapon").arg(&f)), "swapon");
+    let o = fragkit(&[
+        "defrag",
+        "--mode",
+        "full",
+        "--format",
+        "json",
+        &f.to_string_lossy(),
+    ]);
+    let swapoff = ok(Command::new("swapoff").arg(&f));
+    assert!(swapoff, "swapoff");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let why = r["files"][0]["refused"].as_str().unwrap_or_default();
+    assert!(why.contains("swap file"), "{r}");
+    assert_eq!(r["summary"]["bytes_moved"], 0);
+}

@@ -1008,7 +1008,14 @@ fn open_target(path: &Path, key: (u64, u64)) -> std::result::Result<(File, File)
     if let Some(reason) = safety::refusal(&ro) {
         return Err(reason);
     }
-    let file = open(true).map_err(|e| format!("cannot open read-write: {e}"))?;
+    let file = open(true).map_err(|e| match e.raw_os_error() {
+        // The kernel refuses a writable open of an active swap file whatever its name or
+        // the mount namespace it was enabled from (and of a running executable).
+        Some(libc::ETXTBSY) => {
+            "in use as a swap file or a running program (ETXTBSY): not touched".to_string()
+        }
+        _ => format!("cannot open read-write: {e}"),
+    })?;
     same_inode(&file)?;
     let dir = path
         .parent()

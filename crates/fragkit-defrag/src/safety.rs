@@ -23,24 +23,47 @@ pub(crate) fn refusal(file: &File) -> Option<String> {
     None
 }
 
-/// (dev, ino) of every swap file in use (/proc/swaps).
+/// (dev, ino) of every swap file in use (/proc/swaps). A file enabled from another mount
+/// namespace may not resolve here; the writable open is refused by the kernel then
+/// (ETXTBSY), which the caller reports as well.
 fn active_swap_files() -> HashSet<(u64, u64)> {
-    let Ok(text) = std::fs::read_to_string("/proc/swaps") else {
+    let Ok(text) = std::fs::read("/proc/swaps") else {
         return HashSet::new();
     };
-    text.lines()
+    text.split(|&b| b == b'\n')
         .skip(1)
-        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|l| l.split(|b| b.is_ascii_whitespace()).find(|f| !f.is_empty()))
         .filter_map(|p| std::fs::metadata(unescape(p)).ok())
         .filter(|m| m.file_type().is_file())
         .map(|m| (m.dev(), m.ino()))
         .collect()
 }
 
-fn unescape(p: &str) -> String {
-    p.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\134", "\\")
+/// /proc/swaps writes a path with seq_file's octal escapes (`\ooo` for space, tab, newline
+/// and backslash): every such escape is decoded, other bytes kept as they are (names need
+/// not be UTF-8).
+fn unescape(b: &[u8]) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let escape = b
+            .get(i + 1..i + 4)
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .map(|d| d.iter().fold(0u16, |v, c| v * 8 + u16::from(c - b'0')))
+            .and_then(|v| u8::try_from(v).ok());
+        match escape {
+            Some(byte) => {
+                out.push(byte);
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    std::path::PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 /// (dev, ino) of files some other process has open for writing, from /proc/*/fd.
@@ -80,4 +103,20 @@ pub(crate) fn files_open_for_write() -> HashSet<(u64, u64)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unescape;
+
+    #[test]
+    fn proc_swaps_escapes_are_decoded() {
+        let p = |s: &str| std::path::PathBuf::from(s);
+        assert_eq!(unescape(b"/a\\040b\\011c\\012d\\134e"), p("/a b\tc\nd\\e"));
+        assert_eq!(unescape(b"/plain"), p("/plain"));
+        // Not escapes: kept as they are (a short tail, a non-octal digit, past 0o377).
+        assert_eq!(unescape(b"/x\\9"), p("/x\\9"));
+        assert_eq!(unescape(b"/x\\12"), p("/x\\12"));
+        assert_eq!(unescape(b"/x\\777"), p("/x\\777"));
+    }
 }
