@@ -646,6 +646,17 @@ fn drive(
                     op.name()
                 )
             })?;
+            // A short transfer is not the job that was asked for (IOR stops on it too: "read()
+            // returned EOF prematurely"); counting it would report bandwidth for bytes that
+            // never moved.
+            if n < len {
+                bail!(
+                    "{}: {} returned {n} of {len} bytes at offset {offset} (the file ends at {} bytes)",
+                    path.display(),
+                    op.name(),
+                    std::fs::metadata(path).map_or(0, |m| m.len())
+                );
+            }
             lat.push(now.duration_since(started[c.slot]).as_nanos() as u64);
             bytes += n as u64;
             requests += 1;
