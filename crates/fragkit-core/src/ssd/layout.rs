@@ -143,6 +143,16 @@ pub struct ModeledReads {
     /// Application requests with at least one collision.
     pub collided_requests: u64,
     pub page_reads: u64,
+    /// Flash page reads that waited for a die busy with another request (per-die queueing).
+    #[serde(default)]
+    pub queued: u64,
+    /// Flash page reads that waited for a die busy with an earlier page of the same request.
+    #[serde(default)]
+    pub waited_same_request: u64,
+    /// Time the busiest die spent reading (sense plus its channel transfers): the floor
+    /// under `read_time_ns` that one overloaded die sets.
+    #[serde(default)]
+    pub busiest_die_ns: u64,
 }
 
 /// Model `reads` (file offset, length) of a file laid out as `extents`, on device `p`
@@ -171,6 +181,12 @@ pub fn model_reads(
         collisions,
         collided_requests,
         page_reads: r.page_reads,
+        queued: r.queued,
+        waited_same_request: r.waited_same_request,
+        // die_utilisation is each die's busy time over read_time_ns.
+        busiest_die_ns: (r.die_utilisation.iter().fold(0.0f64, |a, &u| a.max(u))
+            * r.read_time_ns as f64)
+            .round() as u64,
     })
 }
 
