@@ -548,6 +548,10 @@ pub struct BenchWritesArgs {
     /// Do not sync before and after the command (buffered writes may then be missed)
     #[arg(long)]
     pub no_sync: bool,
+    /// Write the command's stdout to FILE (default: onto this command's stderr, so that
+    /// stdout holds only the report)
+    #[arg(long, value_name = "FILE")]
+    pub command_output: Option<PathBuf>,
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
