@@ -519,7 +519,7 @@ fn winner_table(axes: &[Axis]) -> String {
         let best = match (a.best.len(), a.exact, a.best.len() == a.values.len()) {
             (0, _, _) => "not measured".to_string(),
             (_, false, true) if a.values.len() > 1 => {
-                "no measurable difference on this machine".to_string()
+                "no measurable difference between them on this machine".to_string()
             }
             (1, _, _) => a.best[0].clone(),
             (_, true, _) => format!("tie: {}", a.best.join(", ")),

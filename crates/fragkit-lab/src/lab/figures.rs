@@ -654,7 +654,7 @@ pub fn winners(methods: &[MethodResult]) -> Vec<Axis> {
             exact: true,
         },
         Axis {
-            axis: "extra requests (layout)".into(),
+            axis: "extra requests, whole-file reads (layout)".into(),
             better: "fewest".into(),
             values: values(&|m| m.layout.extra.to_string()),
             best: names(lowest(&ms, |m| Some(m.layout.extra))),
@@ -1104,7 +1104,7 @@ extents before:128 after:1 DONE ino=132\r\n";
             vec!["pick", "full", "e4defrag"]
         );
         assert_eq!(
-            best("extra requests (layout)"),
+            best("extra requests, whole-file reads (layout)"),
             vec!["pick", "full", "e4defrag"]
         );
         assert_eq!(best("modeled NVMe time"), vec!["pick", "full", "e4defrag"]);
