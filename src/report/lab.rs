@@ -265,6 +265,13 @@ pub(crate) fn explain_inversion(
             ms(b.busiest_die_ns),
         ));
     }
+    if a.busiest_channel_ns < b.busiest_channel_ns {
+        why.push(format!(
+            "its busiest channel moves data for {} against {fb}'s {}",
+            ms(a.busiest_channel_ns),
+            ms(b.busiest_channel_ns),
+        ));
+    }
     if a.queued < b.queued {
         why.push(format!(
             "{} of its page reads wait for a die busy with another request against {} of {fb}'s (per-die queueing)",
@@ -279,9 +286,11 @@ pub(crate) fn explain_inversion(
     }
     let mechanism = if why.is_empty() {
         format!(
-            "none of the model's per-die figures favours {fa} (busiest die {} vs {}, page reads queued behind another request {} vs {}, behind the same request {} vs {}): the difference is in channel and host-link timing, which the lab does not break down",
+            "none of the model's per-die and per-channel figures favours {fa} (busiest die {} vs {}, busiest channel {} vs {}, page reads queued behind another request {} vs {}, behind the same request {} vs {}): the difference is in how the transfers overlap on the channels and the host link, which the lab does not break down",
             ms(a.busiest_die_ns),
             ms(b.busiest_die_ns),
+            ms(a.busiest_channel_ns),
+            ms(b.busiest_channel_ns),
             a.queued,
             b.queued,
             a.waited_same_request,
@@ -1347,10 +1356,22 @@ mod tests {
         }
         // Nothing in the die figures favours full: said so, with the figures.
         set(&mut pick, 8192, 47_100_000, 10_000_000, 0);
-        let v = inversions(&[before, pick, full]);
+        let v = inversions(&[before, pick.clone(), full.clone()]);
         assert!(
             v[0].contains(
-                "none of the model's per-die figures favours full (busiest die 20.0 ms vs 10.0 ms"
+                "none of the model's per-die and per-channel figures favours full (busiest die 20.0 ms vs 10.0 ms"
+            ),
+            "{}",
+            v[0]
+        );
+        // A less busy channel is named.
+        let mut full2 = full.clone();
+        full2.workload.modeled.as_mut().unwrap().busiest_channel_ns = 5_000_000;
+        pick.workload.modeled.as_mut().unwrap().busiest_channel_ns = 9_000_000;
+        let v = inversions(&[method("before", 9000, 40, 150.0), pick, full2]);
+        assert!(
+            v[0].contains(
+                "for full its busiest channel moves data for 5.0 ms against pick's 9.0 ms"
             ),
             "{}",
             v[0]

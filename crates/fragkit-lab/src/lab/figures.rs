@@ -178,6 +178,7 @@ fn modeled_pass(jobs: &[&super::child::BenchJob]) -> Option<ModeledFigures> {
         f.waited_same_request += m.waited_same_request;
         // The jobs run one after another: their busiest dies' times add up.
         f.busiest_die_ns += m.busiest_die_ns;
+        f.busiest_channel_ns += m.busiest_channel_ns;
     }
     f.mb_s = fragkit_core::ssd::model::mb_s(f.read_bytes, f.read_time_ns);
     Some(f)
