@@ -552,6 +552,10 @@ pub struct BenchWritesArgs {
     /// Do not sync before and after the command (buffered writes may then be missed)
     #[arg(long)]
     pub no_sync: bool,
+    /// Write the command's stdout to FILE (default: onto this command's stderr, so that
+    /// stdout holds only the report)
+    #[arg(long, value_name = "FILE")]
+    pub command_output: Option<PathBuf>,
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
@@ -1333,6 +1337,10 @@ pub struct LabArgs {
     /// Seed of the aging
     #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
     pub seed: u64,
+    /// Run nothing: rebuild report.html, report.json and reproduce.sh in DIR from the steps'
+    /// outputs in DIR/data (what a lab run or its reproduce.sh left there)
+    #[arg(long, value_name = "DIR")]
+    pub report_only: Option<PathBuf>,
     /// What to print at the end (the report files are written either way)
     #[arg(long, short = 'f', value_enum, default_value_t = InfoFormat::Table)]
     pub format: InfoFormat,

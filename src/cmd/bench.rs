@@ -131,15 +131,24 @@ fn run_writes(a: BenchWritesArgs) -> Result<i32> {
         }
     };
     let program = &a.command[0];
+    // Opened before the command runs: a path that cannot be written fails before it does.
+    let command_stdout = match &a.command_output {
+        Some(f) => Stdio::from(
+            std::fs::File::create(f)
+                .with_context(|| format!("--command-output {}: cannot create", f.display()))?,
+        ),
+        None => Stdio::from(io::stderr()),
+    };
     if !a.no_sync {
         nix::unistd::sync();
     }
     let before = device.stats()?;
     let t = Instant::now();
-    // The command's stdout goes to our stderr so that stdout holds only the report.
+    // The command's stdout goes to our stderr (or --command-output) so that stdout holds
+    // only the report.
     let status = Command::new(program)
         .args(&a.command[1..])
-        .stdout(Stdio::from(io::stderr()))
+        .stdout(command_stdout)
         .status()
         .map_err(|e| anyhow!("{program}: cannot run: {e}"))?;
     let command_seconds = t.elapsed().as_secs_f64();

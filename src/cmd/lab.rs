@@ -6,6 +6,16 @@ use crate::cli::{InfoFormat, LabArgs};
 use crate::lab::{self, LabSpec};
 
 pub fn run(a: LabArgs) -> Result<i32> {
+    if let Some(dir) = &a.report_only {
+        let mut report = lab::report_from_dir(dir)?;
+        let out = dir.canonicalize()?;
+        crate::report::lab::write_all(&out, &mut report)?;
+        crate::report::to_stdout(|w| match a.format {
+            InfoFormat::Json => crate::report::write_json_pretty(w, &report),
+            InfoFormat::Table => crate::report::lab::write_summary(w, &report, &out),
+        })?;
+        return Ok(0);
+    }
     if a.size < 256 << 20 {
         bail!(
             "--size {}: expected at least 256M (the lab fills it, clones it and measures reads)",

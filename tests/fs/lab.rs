@@ -53,7 +53,7 @@ fn lab(extra: &[&str]) -> (Value, PathBuf, [tempfile::TempDir; 2]) {
         "stdout and report.json agree"
     );
     // Every speed-up is one figure: report.json's methods, its headline and the verdict
-    // sentences quote the same number under the same name.
+    // sentences quote the same median, with its paired interval.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     for m in report["methods"].as_array().unwrap().iter().skip(1) {
         let x = f(m, "/speedup");
@@ -63,8 +63,13 @@ fn lab(extra: &[&str]) -> (Value, PathBuf, [tempfile::TempDir; 2]) {
             "{}",
             m["name"]
         );
-        let said = format!("speedup ×{x:.2} (report.json \"speedup\"");
-        let said = said.replace('"', "&quot;");
+        let i = &m["real_time"];
+        let said = format!(
+            "median ×{x:.2} over {} paired rounds, interval [{:.2}, {:.2}]",
+            i["rounds"],
+            f(i, "/low"),
+            f(i, "/high")
+        );
         assert!(
             html.contains(&format!("{}: wrote", m["name"].as_str().unwrap()))
                 && html.contains(&said),

@@ -143,6 +143,19 @@ pub struct ModeledReads {
     /// Application requests with at least one collision.
     pub collided_requests: u64,
     pub page_reads: u64,
+    /// Flash page reads that waited for a die busy with another request (per-die queueing).
+    #[serde(default)]
+    pub queued: u64,
+    /// Flash page reads that waited for a die busy with an earlier page of the same request.
+    #[serde(default)]
+    pub waited_same_request: u64,
+    /// Time the busiest die spent reading (sense plus its channel transfers): the floor
+    /// under `read_time_ns` that one overloaded die sets.
+    #[serde(default)]
+    pub busiest_die_ns: u64,
+    /// Time the busiest channel spent moving read data from its dies.
+    #[serde(default)]
+    pub busiest_channel_ns: u64,
 }
 
 /// Model `reads` (file offset, length) of a file laid out as `extents`, on device `p`
@@ -171,6 +184,13 @@ pub fn model_reads(
         collisions,
         collided_requests,
         page_reads: r.page_reads,
+        queued: r.queued,
+        waited_same_request: r.waited_same_request,
+        // die_utilisation is each die's busy time over read_time_ns.
+        busiest_die_ns: (r.die_utilisation.iter().fold(0.0f64, |a, &u| a.max(u))
+            * r.read_time_ns as f64)
+            .round() as u64,
+        busiest_channel_ns: r.busiest_channel_ns,
     })
 }
 
@@ -327,6 +347,11 @@ mod tests {
         assert_eq!(w.read_bytes, 1 << 20);
         // Each 128 KiB request: 4 pages on die 0, 3 beyond an even spread.
         assert_eq!((w.collisions, w.collided_requests), (24, 8));
+        // All on one die: that die and its channel carry the whole read; spread over the
+        // dies, the busiest die and channel carry a share of it.
+        assert!(w.busiest_die_ns > c.busiest_die_ns, "{w:?} {c:?}");
+        assert!(w.busiest_channel_ns >= c.busiest_channel_ns, "{w:?} {c:?}");
+        assert!(c.busiest_channel_ns > 0 && w.busiest_die_ns <= w.read_time_ns);
         assert!(w.mb_s < c.mb_s / 2.0, "{} vs {}", w.mb_s, c.mb_s);
         assert_eq!(model_reads(&p, &worst, &reads, 1).unwrap(), w);
     }

@@ -180,6 +180,8 @@ pub struct Report {
     pub page_reads: u64,
     /// Per die: share of read_time the die spent reading for reads.
     pub die_utilisation: Vec<f64>,
+    /// Time the busiest channel spent moving read data from its dies.
+    pub busiest_channel_ns: u64,
     /// The recording's own read time and MB/s (the device that was traced).
     pub recorded_read_time_ns: u64,
     pub recorded_read_mb_s: f64,
@@ -275,6 +277,8 @@ pub struct Ssd {
     die_free: Vec<u64>,
     die_owner: Vec<u64>,
     die_busy: Vec<u64>,
+    /// Per channel: time spent moving read data.
+    ch_read_busy: Vec<u64>,
     ch: Vec<Calendar>,
     host: Calendar,
     inflight: BinaryHeap<Reverse<u64>>,
@@ -312,6 +316,7 @@ impl Ssd {
             die_free: vec![0; dies as usize],
             die_owner: vec![u64::MAX; dies as usize],
             die_busy: vec![0; dies as usize],
+            ch_read_busy: vec![0; p.channels as usize],
             ch: (0..p.channels).map(|_| Calendar::default()).collect(),
             host: Calendar::default(),
             inflight: BinaryHeap::new(),
@@ -506,7 +511,9 @@ impl Ssd {
         let mut completed = ch_start;
         while remaining > 0 {
             let x = remaining.min(self.p.channel_xfer_bytes);
-            let (_, e) = self.ch[ch].reserve(ch_start, Params::xfer_ns(x, self.p.channel_mb_s));
+            let xfer = Params::xfer_ns(x, self.p.channel_mb_s);
+            self.ch_read_busy[ch] += xfer;
+            let (_, e) = self.ch[ch].reserve(ch_start, xfer);
             // Each piece crosses the host link as soon as it left the channel.
             let (_, he) = self.host.reserve(e, Params::xfer_ns(x, self.p.host_mb_s));
             completed = completed.max(he);
@@ -624,6 +631,7 @@ impl Ssd {
             .iter()
             .map(|&b| if rt == 0 { 0.0 } else { b as f64 / rt as f64 })
             .collect();
+        self.r.busiest_channel_ns = self.ch_read_busy.iter().copied().max().unwrap_or(0);
         self.r.recorded_read_time_ns = self.recorded_busy.finish();
         self.r.recorded_read_mb_s = mb_s(self.r.read_bytes, self.r.recorded_read_time_ns);
         self.r.mapped_units = self.map.mapped;

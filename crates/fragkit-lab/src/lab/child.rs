@@ -20,6 +20,22 @@ pub fn parse<T: DeserializeOwned>(step: &str, text: &str) -> Result<T> {
     })
 }
 
+/// `fragkit bench writes --format json`: what the device under a path did while a command
+/// ran (sync before and after).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Writes {
+    pub exit_status: Option<i32>,
+    pub command_seconds: f64,
+    pub counts: WritesCounts,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WritesCounts {
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub read_bytes: u64,
+}
+
 /// `fragkit scan --format json`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Scan {
@@ -210,10 +226,49 @@ pub struct Free {
     pub free_extents: u64,
     pub max_free_extent_blocks: u64,
     pub mean_free_extent_blocks_exact: f64,
+    /// Longest run of free blocks (free extents that touch across group boundaries joined).
+    #[serde(default)]
+    pub largest_free_run_blocks: u64,
+    /// Free extents by size, in power-of-two buckets of blocks.
+    #[serde(default)]
+    pub histogram: Vec<FreeBucket>,
     #[serde(default, skip_serializing)]
     pub groups: Value,
     #[serde(flatten)]
     pub rest: Map<String, Value>,
+}
+
+/// One bucket of `fragkit free`'s histogram: free extents of min..=max blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FreeBucket {
+    pub min_blocks: u64,
+    pub max_blocks: u64,
+    pub extents: u64,
+    pub blocks: u64,
+}
+
+impl Free {
+    /// Share of the free blocks in free extents smaller than `bytes`, from the histogram,
+    /// and whether it is exact (false: one bucket straddles `bytes`, counted as not
+    /// smaller, so the share is a lower bound). None without a histogram.
+    pub fn share_below(&self, bytes: u64) -> Option<(f64, bool)> {
+        let total: u64 = self.histogram.iter().map(|b| b.blocks).sum();
+        if total == 0 || self.block_size == 0 {
+            return None;
+        }
+        let limit = bytes / self.block_size;
+        let below: u64 = self
+            .histogram
+            .iter()
+            .filter(|b| b.max_blocks < limit)
+            .map(|b| b.blocks)
+            .sum();
+        let exact = !self
+            .histogram
+            .iter()
+            .any(|b| b.min_blocks < limit && b.max_blocks >= limit && b.blocks > 0);
+        Some((below as f64 / total as f64, exact))
+    }
 }
 
 /// What the lab reports of the trace profile pick mode ran on.
@@ -289,6 +344,28 @@ mod tests {
         // Read back from a report (deleted already a number) it stays the same.
         let again: Paf = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(serde_json::to_value(&again).unwrap(), v);
+    }
+
+    #[test]
+    fn free_share_below_a_size_from_the_histogram() {
+        let text = r#"{"block_size":4096,"free_extents":3,"max_free_extent_blocks":70000,
+            "mean_free_extent_blocks_exact":1.0,"largest_free_run_blocks":70000,
+            "histogram":[{"min_blocks":1,"max_blocks":1,"extents":100,"blocks":100},
+                         {"min_blocks":8,"max_blocks":15,"extents":10,"blocks":100},
+                         {"min_blocks":65536,"max_blocks":131071,"extents":1,"blocks":70000}]}"#;
+        let f: Free = parse("free", text).unwrap();
+        // 32 MiB files = 8192 blocks: the first two buckets are smaller, exactly.
+        let (share, exact) = f.share_below(32 << 20).unwrap();
+        assert!((share - 200.0 / 70200.0).abs() < 1e-12);
+        assert!(exact);
+        // 40 KiB = 10 blocks: the 8..15 bucket straddles it.
+        assert!(!f.share_below(40 << 10).unwrap().1);
+        let empty: Free = parse(
+            "free",
+            r#"{"block_size":4096,"free_extents":0,"max_free_extent_blocks":0,"mean_free_extent_blocks_exact":0.0}"#,
+        )
+        .unwrap();
+        assert_eq!(empty.share_below(1 << 20), None);
     }
 
     #[test]

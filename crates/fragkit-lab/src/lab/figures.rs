@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
+use serde::Serialize;
 
 use super::child::{Bench, Defrag, Scan};
 use super::{
@@ -95,6 +96,7 @@ pub fn median(v: &[f64]) -> f64 {
 pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFigures> {
     let work = mp.join("work");
     let mut reads = Vec::new();
+    let mut reads_each = Vec::new();
     let mut mbps = Vec::new();
     let (mut bytes, mut requests) = (0, 0);
     let mut predicted: Option<u64> = None;
@@ -122,6 +124,7 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
         bytes = b;
         requests = q;
         reads.push(d as f64);
+        reads_each.push(d);
         mbps.push(if secs > 0.0 {
             b as f64 / secs / 1e6
         } else {
@@ -148,6 +151,7 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
         bytes,
         requests,
         device_reads: fragkit_core::stats::mean(&reads),
+        device_reads_each: reads_each,
         predicted_device_reads: predicted,
         mb_per_s: fragkit_core::stats::trimmed_mean(&mbps),
         mb_per_s_cov: fragkit_core::stats::cov(&mbps),
@@ -170,9 +174,28 @@ fn modeled_pass(jobs: &[&super::child::BenchJob]) -> Option<ModeledFigures> {
         f.collisions += m.collisions;
         f.collided_requests += m.collided_requests;
         f.page_reads += m.page_reads;
+        f.queued += m.queued;
+        f.waited_same_request += m.waited_same_request;
+        // The jobs run one after another: their busiest dies' times add up.
+        f.busiest_die_ns += m.busiest_die_ns;
+        f.busiest_channel_ns += m.busiest_channel_ns;
     }
     f.mb_s = fragkit_core::ssd::model::mb_s(f.read_bytes, f.read_time_ns);
     Some(f)
+}
+
+/// A defragmenter's device figures from `bench writes` around it.
+pub(crate) fn writes_figures(step: &str, w: &super::child::Writes) -> Result<DefragFigures> {
+    if w.exit_status.is_none() {
+        bail!("{step}: the command was killed by a signal");
+    }
+    Ok(DefragFigures {
+        seconds: w.command_seconds,
+        device_bytes_written: w.counts.write_bytes,
+        device_write_requests: w.counts.writes,
+        device_bytes_read: w.counts.read_bytes,
+        ..DefragFigures::default()
+    })
 }
 
 /// fragkit defrag's own figures; a verification failure stops the lab.
@@ -311,6 +334,11 @@ pub fn methods(states: Vec<State>, figures: Vec<WorkloadFigures>) -> Vec<MethodR
             };
             MethodResult {
                 speedup: (!before).then(|| median(&speedup_each)),
+                real_time: if before {
+                    None
+                } else {
+                    sign_test_interval(&speedup_each)
+                },
                 speedup_each,
                 description: describe_method(&s.name).to_string(),
                 name: s.name,
@@ -338,7 +366,7 @@ pub(crate) fn measurement_notes(
         .fold(0.0, f64::max);
     if noisiest > 0.10 {
         notes.push(format!(
-            "MB/s varied by up to {:.0}% (CoV) between rounds on this machine, so throughput differences that small are noise; the device's request counts are exact.",
+            "MB/s varied by up to {:.0}% (CoV) between rounds on this machine, so real time is judged only by the paired intervals (faster or slower only when the interval excludes 1); the device's request counts are exact.",
             noisiest * 100.0
         ));
     }
@@ -405,6 +433,11 @@ pub fn headline(methods: &[MethodResult]) -> Headline {
         }
     }
     Headline {
+        real_time: methods
+            .iter()
+            .filter_map(|m| m.real_time.map(|i| (m.name.clone(), i)))
+            .collect(),
+        winners: winners(methods),
         pick_written_vs_full: if full > 0 {
             pick as f64 / full as f64
         } else {
@@ -413,6 +446,296 @@ pub fn headline(methods: &[MethodResult]) -> Headline {
         requests_after,
         speedup,
     }
+}
+
+/// The paired interval of one method's real time: the median over rounds of the per-round
+/// ratio MB/s(method) ÷ MB/s(other state, same round), with the exact distribution-free
+/// interval for a median (the sign-test interval): order statistics [x(k), x(n+1−k)] of
+/// the n ratios, whose coverage is 1 − 2·P(Binomial(n, ½) < k). k is the largest with
+/// coverage ≥ 95%; with fewer than 6 rounds no k reaches 95% and k = 1 (the smallest and
+/// the largest ratio; 5 rounds: 93.8%). No seed, no resampling: the same rounds give the
+/// same interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RatioInterval {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Exact coverage of [low, high] for the median ratio.
+    pub confidence: f64,
+    pub rounds: usize,
+}
+
+/// Coverage below which the lab calls no difference whatever the interval says (fewer
+/// than 5 rounds).
+pub const MIN_CONFIDENCE: f64 = 0.9;
+
+/// What real time says of one state against another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RealTime {
+    /// The whole interval is above 1.
+    Faster,
+    /// The whole interval is below 1.
+    Slower,
+    /// The interval holds 1 (or too few rounds to tell).
+    NoDifference,
+}
+
+impl RatioInterval {
+    pub fn verdict(&self) -> RealTime {
+        if self.confidence < MIN_CONFIDENCE {
+            RealTime::NoDifference
+        } else if self.low > 1.0 {
+            RealTime::Faster
+        } else if self.high < 1.0 {
+            RealTime::Slower
+        } else {
+            RealTime::NoDifference
+        }
+    }
+}
+
+/// P(Binomial(n, ½) ≤ j), summed in log space (no overflow for large n).
+fn binomial_half_cdf(n: usize, j: usize) -> f64 {
+    let ln2 = std::f64::consts::LN_2;
+    let mut ln_c = 0.0f64; // ln C(n, 0)
+    let mut p = 0.0;
+    for i in 0..=j.min(n) {
+        if i > 0 {
+            ln_c += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        }
+        p += (ln_c - n as f64 * ln2).exp();
+    }
+    p.min(1.0)
+}
+
+/// The sign-test interval of the median of `ratios` (see [`RatioInterval`]); None with
+/// fewer than two finite ratios.
+pub fn sign_test_interval(ratios: &[f64]) -> Option<RatioInterval> {
+    let mut x: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite()).collect();
+    let n = x.len();
+    if n < 2 {
+        return None;
+    }
+    x.sort_by(f64::total_cmp);
+    let coverage = |k: usize| 1.0 - 2.0 * binomial_half_cdf(n, k - 1);
+    let mut k = 1;
+    while k < n.div_ceil(2) && coverage(k + 1) >= 0.95 {
+        k += 1;
+    }
+    Some(RatioInterval {
+        median: median(&x),
+        low: x[k - 1],
+        high: x[n - k],
+        confidence: coverage(k),
+        rounds: n,
+    })
+}
+
+/// Per-round ratios a ÷ b (rounds where b is 0 dropped).
+pub fn paired_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .filter(|(_, b)| **b > 0.0)
+        .map(|(a, b)| a / b)
+        .collect()
+}
+
+/// One axis of the winner table: which defragmenters are best on it, ties kept.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Axis {
+    pub axis: String,
+    /// What "best" means on this axis.
+    pub better: String,
+    /// Each method's figure as the table shows it, in the order of `methods`.
+    pub values: Vec<(String, String)>,
+    /// The best methods: one is a winner, several a tie; empty when the axis was not
+    /// measured.
+    pub best: Vec<String>,
+    /// Whether the axis is an exact count (true) or a measurement with noise (false).
+    pub exact: bool,
+}
+
+impl Axis {
+    pub fn tie(&self) -> bool {
+        self.best.len() > 1
+    }
+}
+
+/// Methods whose `value` equals the smallest (exact figures: equal is a tie).
+fn lowest<'a>(
+    ms: &[&'a MethodResult],
+    value: impl Fn(&MethodResult) -> Option<u64>,
+) -> Vec<&'a str> {
+    let best = ms.iter().filter_map(|m| value(m)).min();
+    ms.iter()
+        .filter(|m| best.is_some() && value(m) == best)
+        .map(|m| m.name.as_str())
+        .collect()
+}
+
+/// The device's read count of a state over the rounds, as (lowest, highest).
+pub fn reads_range(m: &MethodResult) -> (u64, u64) {
+    let e = &m.workload.device_reads_each;
+    match (e.iter().min(), e.iter().max()) {
+        (Some(&a), Some(&b)) => (a, b),
+        _ => {
+            let r = m.workload.device_reads.round() as u64;
+            (r, r)
+        }
+    }
+}
+
+/// Whether a has fewer device reads than b beyond their round-to-round spread (the
+/// count can vary by a few metadata reads between rounds): a's highest is below b's
+/// lowest.
+pub fn fewer_reads(a: &MethodResult, b: &MethodResult) -> bool {
+    reads_range(a).1 < reads_range(b).0
+}
+
+/// Whether `a` is measurably faster than `b` in real time (paired rounds).
+pub fn measurably_faster(a: &MethodResult, b: &MethodResult) -> bool {
+    sign_test_interval(&paired_ratios(
+        &a.workload.mb_per_s_each,
+        &b.workload.mb_per_s_each,
+    ))
+    .is_some_and(|i| i.verdict() == RealTime::Faster)
+}
+
+/// The winner table over the defragmenters (every method but the untouched first one):
+/// bytes written, device read requests after, extra requests in the layout, modeled time
+/// (exact: equal figures tie) and real time (a method is beaten only by one measurably
+/// faster than it, so methods within the noise of each other tie).
+pub fn winners(methods: &[MethodResult]) -> Vec<Axis> {
+    let ms: Vec<&MethodResult> = methods.iter().skip(1).collect();
+    let names = |best: Vec<&str>| best.into_iter().map(String::from).collect::<Vec<_>>();
+    let values = |f: &dyn Fn(&MethodResult) -> String| {
+        ms.iter()
+            .map(|m| (m.name.clone(), f(m)))
+            .collect::<Vec<_>>()
+    };
+    let written = |m: &MethodResult| m.defrag.as_ref().map(|d| d.device_bytes_written);
+    let modeled = |m: &MethodResult| m.workload.modeled.as_ref().map(|x| x.read_time_ns);
+    // Device reads: the fewest, and every method whose range overlaps the best's.
+    let reads_best: Vec<&str> = match ms
+        .iter()
+        .min_by(|a, b| a.workload.device_reads.total_cmp(&b.workload.device_reads))
+    {
+        None => Vec::new(),
+        Some(best) => ms
+            .iter()
+            .filter(|m| !fewer_reads(best, m))
+            .map(|m| m.name.as_str())
+            .collect(),
+    };
+    let real_best: Vec<&str> = ms
+        .iter()
+        .filter(|m| !ms.iter().any(|o| measurably_faster(o, m)))
+        .map(|m| m.name.as_str())
+        .collect();
+    vec![
+        Axis {
+            axis: "bytes written".into(),
+            better: "fewest".into(),
+            values: values(&|m| written(m).map_or("–".into(), |w| w.to_string())),
+            best: names(lowest(&ms, written)),
+            exact: true,
+        },
+        Axis {
+            axis: "device read requests after".into(),
+            better: "fewest (ties within the count's round-to-round spread)".into(),
+            values: values(&|m| {
+                let (a, b) = reads_range(m);
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}–{b}")
+                }
+            }),
+            best: names(reads_best),
+            exact: true,
+        },
+        Axis {
+            axis: "extra requests, whole-file reads (layout)".into(),
+            better: "fewest".into(),
+            values: values(&|m| m.layout.extra.to_string()),
+            best: names(lowest(&ms, |m| Some(m.layout.extra))),
+            exact: true,
+        },
+        Axis {
+            axis: "modeled NVMe time".into(),
+            better: "shortest".into(),
+            values: values(&|m| modeled(m).map_or("–".into(), |t| t.to_string())),
+            best: names(lowest(&ms, modeled)),
+            exact: true,
+        },
+        Axis {
+            axis: "real time".into(),
+            better: "not measurably slower than another (paired sign-test interval)".into(),
+            values: values(&|m| {
+                m.real_time.map_or("–".into(), |i| {
+                    format!("×{:.2} [{:.2}, {:.2}]", i.median, i.low, i.high)
+                })
+            }),
+            best: names(real_best),
+            exact: false,
+        },
+    ]
+}
+
+/// Where real time and the counts disagree beyond the noise for one method against the
+/// untouched state: Some(true) when the counts say better (fewer device reads beyond
+/// their spread, or shorter modeled time with no more reads) but real time is measurably
+/// slower; Some(false) when the counts say worse and real time is measurably faster.
+pub fn real_time_disagrees(m: &MethodResult, before: &MethodResult) -> Option<bool> {
+    let verdict = m.real_time?.verdict();
+    let modeled = |x: &MethodResult| x.workload.modeled.as_ref().map(|d| d.read_time_ns);
+    let counts_better = fewer_reads(m, before)
+        || (!fewer_reads(before, m)
+            && matches!((modeled(m), modeled(before)), (Some(a), Some(b)) if a < b));
+    let counts_worse = fewer_reads(before, m)
+        || (!fewer_reads(m, before)
+            && matches!((modeled(m), modeled(before)), (Some(a), Some(b)) if a > b));
+    match verdict {
+        RealTime::Slower if counts_better => Some(true),
+        RealTime::Faster if counts_worse => Some(false),
+        _ => None,
+    }
+}
+
+/// A pair of defragmenters the modeled time ranks one way and the counts the other:
+/// `faster` is modeled faster although `fewer` has no more device reads, collisions or
+/// page reads and fewer of at least one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeledInversion {
+    pub faster: String,
+    pub fewer: String,
+}
+
+pub fn modeled_inversions(methods: &[MethodResult]) -> Vec<ModeledInversion> {
+    let mut out = Vec::new();
+    let ms: Vec<(&MethodResult, &ModeledFigures)> = methods
+        .iter()
+        .skip(1)
+        .filter_map(|m| m.workload.modeled.as_ref().map(|x| (m, x)))
+        .collect();
+    for (a, x) in &ms {
+        for (b, y) in &ms {
+            let counts = [
+                (y.device_reads, x.device_reads),
+                (y.collisions, x.collisions),
+                (y.page_reads, x.page_reads),
+            ];
+            let b_no_more = counts.iter().all(|(by, ax)| by <= ax);
+            let b_fewer = counts.iter().any(|(by, ax)| by < ax);
+            if x.read_time_ns < y.read_time_ns && b_no_more && b_fewer {
+                out.push(ModeledInversion {
+                    faster: a.name.clone(),
+                    fewer: b.name.clone(),
+                });
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -681,5 +1004,179 @@ extents before:128 after:1 DONE ino=132\r\n";
         assert_eq!(rows[2].fragments, vec![0, 0]);
         assert_eq!(rows[2].size, 0);
         assert!(layout_figures("scan", &scan([1, 1])).is_err());
+    }
+
+    #[test]
+    fn sign_test_interval_is_exact_and_seedless() {
+        let i = sign_test_interval(&[1.3, 0.9, 3.17, 2.0, 0.5]).unwrap();
+        assert_eq!((i.median, i.low, i.high, i.rounds), (1.3, 0.5, 3.17, 5));
+        assert!((i.confidence - 0.9375).abs() < 1e-12);
+        assert_eq!(i.verdict(), RealTime::NoDifference);
+        // 10 rounds: P(B(10,½) ≤ 1) = 11/1024, so k = 2 (97.9%); k = 3 would be 89.1%.
+        let x: Vec<f64> = (1..=10).map(f64::from).collect();
+        let i = sign_test_interval(&x).unwrap();
+        assert_eq!((i.low, i.high), (2.0, 9.0));
+        assert!((i.confidence - (1.0 - 22.0 / 1024.0)).abs() < 1e-12);
+        let faster = sign_test_interval(&[1.5, 1.6, 1.7, 1.8, 1.9]).unwrap();
+        assert_eq!(faster.verdict(), RealTime::Faster);
+        let slower = sign_test_interval(&[0.5, 0.6, 0.7, 0.8, 0.9]).unwrap();
+        assert_eq!(slower.verdict(), RealTime::Slower);
+        // Too few rounds to call anything, whatever the ratios.
+        let few = sign_test_interval(&[2.0, 3.0, 4.0]).unwrap();
+        assert!(few.confidence < MIN_CONFIDENCE);
+        assert_eq!(few.verdict(), RealTime::NoDifference);
+        assert_eq!(sign_test_interval(&[2.0]), None);
+        assert_eq!(sign_test_interval(&[]), None);
+        assert!((binomial_half_cdf(2000, 2000) - 1.0).abs() < 1e-9);
+    }
+
+    fn after(
+        name: &str,
+        written: u64,
+        extra: u64,
+        reads: &[u64],
+        mbps: &[f64],
+        ns: u64,
+    ) -> MethodResult {
+        MethodResult {
+            name: name.into(),
+            description: String::new(),
+            mountpoint: PathBuf::from("/m"),
+            defrag: Some(DefragFigures {
+                device_bytes_written: written,
+                ..DefragFigures::default()
+            }),
+            layout: LayoutFigures {
+                extra,
+                ..LayoutFigures::default()
+            },
+            workload: WorkloadFigures {
+                device_reads: reads.iter().sum::<u64>() as f64 / reads.len() as f64,
+                device_reads_each: reads.to_vec(),
+                mb_per_s_each: mbps.to_vec(),
+                modeled: Some(ModeledFigures {
+                    read_time_ns: ns,
+                    ..ModeledFigures::default()
+                }),
+                ..WorkloadFigures::default()
+            },
+            speedup: None,
+            speedup_each: Vec::new(),
+            real_time: sign_test_interval(&paired_ratios(mbps, &[100.0; 5])),
+            map: String::new(),
+        }
+    }
+
+    #[test]
+    fn winners_tie_on_equal_figures_and_within_the_noise() {
+        let before = after("before", 0, 9, &[9000; 5], &[100.0; 5], 900);
+        let ms = vec![
+            before,
+            after(
+                "pick",
+                10,
+                0,
+                &[4489, 4500, 4489, 4500, 4489],
+                &[90.0, 317.0, 500.0, 120.0, 400.0],
+                500,
+            ),
+            after(
+                "full",
+                40,
+                0,
+                &[4500; 5],
+                &[80.0, 189.0, 300.0, 150.0, 450.0],
+                500,
+            ),
+            after(
+                "e4defrag",
+                40,
+                0,
+                &[4500; 5],
+                &[100.0, 205.0, 550.0, 110.0, 300.0],
+                500,
+            ),
+        ];
+        let w = winners(&ms);
+        let best = |axis: &str| w.iter().find(|a| a.axis == axis).unwrap().best.clone();
+        assert_eq!(best("bytes written"), vec!["pick"]);
+        assert_eq!(
+            best("device read requests after"),
+            vec!["pick", "full", "e4defrag"]
+        );
+        assert_eq!(
+            best("extra requests, whole-file reads (layout)"),
+            vec!["pick", "full", "e4defrag"]
+        );
+        assert_eq!(best("modeled NVMe time"), vec!["pick", "full", "e4defrag"]);
+        assert_eq!(best("real time"), vec!["pick", "full", "e4defrag"]);
+        assert_eq!(w[1].values[0].1, "4489–4500");
+        // (Each pair of methods swaps places between rounds: no one is measurably faster.)
+        // Reads that fall beyond the spread are fewer; a measurably faster method wins.
+        let ms2 = vec![
+            ms[0].clone(),
+            after(
+                "pick",
+                10,
+                0,
+                &[4000; 5],
+                &[150.0, 160.0, 170.0, 180.0, 190.0],
+                400,
+            ),
+            after(
+                "full",
+                40,
+                0,
+                &[4500; 5],
+                &[100.0, 101.0, 99.0, 100.0, 100.0],
+                500,
+            ),
+        ];
+        let w = winners(&ms2);
+        assert_eq!(w[1].best, vec!["pick"]);
+        assert_eq!(w[4].best, vec!["pick"]);
+        assert_eq!(real_time_disagrees(&ms2[1], &ms2[0]), None);
+        // Counts better, real time measurably slower: a disagreement.
+        let slow = after(
+            "pick",
+            10,
+            0,
+            &[4000; 5],
+            &[50.0, 60.0, 70.0, 80.0, 90.0],
+            400,
+        );
+        assert_eq!(real_time_disagrees(&slow, &ms2[0]), Some(true));
+    }
+
+    #[test]
+    fn modeled_inversions_find_the_db_case() {
+        let mut pick = after("pick", 1, 0, &[8192; 5], &[100.0; 5], 46_000_000);
+        let mut full = after("full", 2, 0, &[8276; 5], &[100.0; 5], 44_000_000);
+        pick.workload.modeled = Some(ModeledFigures {
+            device_reads: 8192,
+            collisions: 0,
+            page_reads: 8192,
+            read_time_ns: 46_000_000,
+            ..ModeledFigures::default()
+        });
+        full.workload.modeled = Some(ModeledFigures {
+            device_reads: 8276,
+            collisions: 3,
+            page_reads: 11457,
+            read_time_ns: 44_000_000,
+            ..ModeledFigures::default()
+        });
+        let before = after("before", 0, 0, &[9000; 5], &[100.0; 5], 50_000_000);
+        let inv = modeled_inversions(&[before.clone(), pick.clone(), full.clone()]);
+        assert_eq!(
+            inv,
+            vec![ModeledInversion {
+                faster: "full".into(),
+                fewer: "pick".into()
+            }]
+        );
+        // Modeled faster and fewer counts: nothing to explain.
+        full.workload.modeled.as_mut().unwrap().read_time_ns = 47_000_000;
+        assert!(modeled_inversions(&[before, pick, full]).is_empty());
     }
 }

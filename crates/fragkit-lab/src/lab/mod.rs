@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use child::{Free, Paf, Synthetic, TraceSummary};
 use figures::State;
@@ -35,7 +35,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub(crate) const MODEL: &str = "fast24";
 
 /// What the lab reads from the fragmented files, before and after each defragmenter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     /// Whole files read front to back in 128 KiB O_DIRECT requests (FragPicker's sequential read)
@@ -187,6 +187,8 @@ pub struct WorkloadFigures {
     pub requests: u64,
     /// Read requests the device completed, mean per iteration.
     pub device_reads: f64,
+    /// The same per round.
+    pub device_reads_each: Vec<u64>,
     /// What fragkit's layout model predicts for those (sequential and stride patterns).
     pub predicted_device_reads: Option<u64>,
     pub mb_per_s: f64,
@@ -213,6 +215,9 @@ pub struct MethodResult {
     /// MB/s over the untouched file system's MB/s in the same round, median over rounds.
     pub speedup: Option<f64>,
     pub speedup_each: Vec<f64>,
+    /// `speedup` with its paired interval over the rounds (exact sign-test interval for
+    /// the median ratio, see `figures::RatioInterval`).
+    pub real_time: Option<figures::RatioInterval>,
     /// Block map, relative to the output directory.
     pub map: String,
 }
@@ -258,6 +263,11 @@ pub struct Headline {
     /// Each method's "speedup" (median of the paired rounds' MB/s after ÷ before): the
     /// same figure as in `methods` and in the verdict sentences.
     pub speedup: BTreeMap<String, f64>,
+    /// The same with its paired interval: a method is faster or slower in real time only
+    /// when the interval excludes 1.
+    pub real_time: BTreeMap<String, figures::RatioInterval>,
+    /// The winner table: per axis, the best defragmenters (several: a tie).
+    pub winners: Vec<figures::Axis>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -273,6 +283,11 @@ pub struct LabReport {
     pub files: usize,
     pub file_size: u64,
     pub iterations: u32,
+    /// Seed of the aging.
+    pub seed: u64,
+    /// --scratch-dir when given (reproduce.sh puts its images there too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scratch_dir: Option<PathBuf>,
     /// Whether pick mode ran on a traced profile (false: fell back to bypass).
     pub traced: bool,
     pub trace: Option<TraceSummary>,
@@ -549,6 +564,18 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
 
     let variables: BTreeMap<String, PathBuf> = r.variables().into_iter().collect();
     r.finish();
+    let lab_plan = LabPlan::of(
+        spec,
+        &methods,
+        traced,
+        plan.tool.map(|t| t.0.to_string()),
+        &r.steps,
+    );
+    fs::write(
+        out.join(PLAN_FILE),
+        serde_json::to_string_pretty(&lab_plan)? + "\n",
+    )
+    .with_context(|| format!("writing {PLAN_FILE}"))?;
     drop(scratches);
 
     Ok(LabReport {
@@ -563,6 +590,8 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         files: names.len(),
         file_size: spec.file_size(),
         iterations: spec.iterations,
+        seed: spec.seed,
+        scratch_dir: spec.scratch_dir.clone(),
         traced,
         trace,
         machine: machine(&base_info.dir),
@@ -581,6 +610,327 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         methods,
         steps: r.steps.clone(),
         variables,
+        notes,
+        images: Vec::new(),
+    })
+}
+
+/// What a run did, in the order it did it, without any figure: reproduce.sh writes the same
+/// file, and `fragkit lab --report-only DIR` rebuilds the report from it and the steps'
+/// outputs in DIR/data.
+pub const PLAN_FILE: &str = "data/lab.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LabPlan {
+    pub version: u32,
+    pub fs: String,
+    pub size: u64,
+    pub workload: Workload,
+    pub files: usize,
+    pub paf: String,
+    pub iterations: u32,
+    pub seed: u64,
+    /// The measured states in order: before, pick (or bypass), full, the tool.
+    pub states: Vec<String>,
+    /// The file system's own defragmenter, when it ran.
+    pub tool: Option<String>,
+    pub traced: bool,
+    pub steps: Vec<PlanStep>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlanStep {
+    pub n: usize,
+    pub name: String,
+    pub command: String,
+    pub log: String,
+    pub output: Option<String>,
+}
+
+impl LabPlan {
+    pub fn of(
+        spec: &LabSpec,
+        methods: &[MethodResult],
+        traced: bool,
+        tool: Option<String>,
+        steps: &[StepRecord],
+    ) -> LabPlan {
+        LabPlan {
+            version: SCHEMA_VERSION,
+            fs: spec.fs.name().to_string(),
+            size: spec.size,
+            workload: spec.workload,
+            files: spec.files,
+            paf: spec.paf.clone(),
+            iterations: spec.iterations,
+            seed: spec.seed,
+            states: methods.iter().map(|m| m.name.clone()).collect(),
+            tool,
+            traced,
+            steps: steps
+                .iter()
+                .map(|s| PlanStep {
+                    n: s.n,
+                    name: s.name.clone(),
+                    command: s.command.clone(),
+                    log: s.log.clone(),
+                    output: s.output.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The plan of a finished report (what reproduce.sh writes).
+    pub fn of_report(r: &LabReport) -> LabPlan {
+        LabPlan {
+            version: SCHEMA_VERSION,
+            fs: r.fs.clone(),
+            size: r.size,
+            workload: r.workload,
+            files: r.files,
+            paf: r.scratch.paf.spec.clone(),
+            iterations: r.iterations,
+            seed: r.seed,
+            states: r.methods.iter().map(|m| m.name.clone()).collect(),
+            tool: r
+                .methods
+                .iter()
+                .skip(1)
+                .map(|m| m.name.as_str())
+                .find(|n| !matches!(*n, "pick" | "bypass" | "full"))
+                .map(String::from),
+            traced: r.traced,
+            steps: r
+                .steps
+                .iter()
+                .map(|s| PlanStep {
+                    n: s.n,
+                    name: s.name.clone(),
+                    command: s.command.clone(),
+                    log: s.log.clone(),
+                    output: s.output.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `logs/steps.times` as reproduce.sh writes it: per step "N START END STATUS" (seconds
+/// since the epoch); steps missing from it get 0 s.
+fn step_times(text: &str) -> BTreeMap<usize, (f64, f64, i32)> {
+    text.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            Some((
+                w.first()?.parse().ok()?,
+                (
+                    w.get(1)?.parse().ok()?,
+                    w.get(2)?.parse().ok()?,
+                    w.get(3)?.parse().ok()?,
+                ),
+            ))
+        })
+        .collect()
+}
+
+/// The report of a finished run rebuilt from `dir`: its plan (data/lab.json) and the steps'
+/// outputs in data/ (scans, bench rounds, `bench writes` counts, defrag reports), computed
+/// by the same functions as a lab run. Nothing is run.
+pub fn report_from_dir(dir: &Path) -> Result<LabReport> {
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("--report-only {}: no such directory", dir.display()))?;
+    let read = |f: &str| -> Result<String> {
+        fs::read_to_string(dir.join(f)).with_context(|| {
+            format!(
+                "{}: cannot read it (is {} the output directory of fragkit lab or reproduce.sh?)",
+                dir.join(f).display(),
+                dir.display()
+            )
+        })
+    };
+    let plan: LabPlan = child::parse(PLAN_FILE, &read(PLAN_FILE)?)?;
+    let fs_type = FsType::from_name(&plan.fs)
+        .with_context(|| format!("{PLAN_FILE}: unknown file system {:?}", plan.fs))?;
+    let spec = LabSpec {
+        fs: fs_type,
+        size: plan.size,
+        workload: plan.workload,
+        out: dir.clone(),
+        files: plan.files,
+        paf: plan.paf.clone(),
+        iterations: plan.iterations,
+        baseline: plan.tool.is_some(),
+        keep: false,
+        scratch_dir: None,
+        seed: plan.seed,
+    };
+    let base: fragkit_core::scratch::ScratchInfo =
+        child::parse("scratch create", &read("data/scratch-base.json")?)?;
+    let paf = if plan.paf == figures::NO_PAF {
+        child::Paf {
+            spec: figures::NO_PAF.into(),
+            generations: Vec::new(),
+            rest: Default::default(),
+        }
+    } else {
+        child::parse("age paf", &read("data/age-paf.json")?)?
+    };
+    let synthetic: Synthetic = child::parse(
+        "age fragpicker-synthetic",
+        &read("data/age-synthetic.json")?,
+    )?;
+    let names = synthetic.names();
+    let free_space = if matches!(fs_type, FsType::Ext4 | FsType::Xfs) {
+        Some(child::parse("free", &read("data/free-before.json")?)?)
+    } else {
+        None
+    };
+    let trace = if plan.traced {
+        Some(TraceSummary::of(&fragkit_trace::profile::Profile::load(
+            &dir.join("data/profile.json"),
+        )?))
+    } else {
+        None
+    };
+    let log_of = |step: &str| {
+        plan.steps
+            .iter()
+            .find(|s| s.name == step)
+            .map(|s| fs::read_to_string(dir.join(&s.log)).unwrap_or_default())
+            .unwrap_or_default()
+    };
+    let rounds = (1..=plan.iterations)
+        .map(|k| child::parse("bench read", &read(&format!("data/bench-round-{k}.json"))?))
+        .collect::<Result<Vec<child::Bench>>>()?;
+    let first_round = rounds
+        .first()
+        .with_context(|| format!("{PLAN_FILE}: no rounds of the workload"))?;
+    let mut scans = Vec::new();
+    let mut states = Vec::new();
+    for (i, name) in plan.states.iter().enumerate() {
+        let step = format!("scan ({name})");
+        let scan: child::Scan = child::parse(&step, &read(&format!("data/scan-{name}.json"))?)?;
+        let layout = figures::layout_figures(&step, &scan)?;
+        // Round 1 read the states in order, each state's files in a row (later rounds
+        // rotate): the i-th state's files are MOUNTPOINT/work/NAME.
+        let mountpoint = first_round
+            .jobs
+            .get(i * names.len())
+            .and_then(|j| j.path.parent()?.parent())
+            .map(Path::to_path_buf)
+            .with_context(|| {
+                format!("data/bench-round-1.json: no job for state {name} (expected {} files per state)", names.len())
+            })?;
+        let defrag = match name.as_str() {
+            "before" => None,
+            "pick" | "bypass" | "full" => {
+                let which = if name == "full" { "full" } else { "pick" };
+                let step = format!("defrag --mode {name}");
+                let w: child::Writes =
+                    child::parse(&step, &read(&format!("data/writes-{which}.json"))?)?;
+                let d: child::Defrag =
+                    child::parse(&step, &read(&format!("data/defrag-{which}.json"))?)?;
+                Some(figures::fragkit_defrag(
+                    &step,
+                    &d,
+                    figures::writes_figures(&step, &w)?,
+                )?)
+            }
+            tool => {
+                let w: child::Writes =
+                    child::parse(tool, &read(&format!("data/writes-{tool}.json"))?)?;
+                let said =
+                    fs::read_to_string(dir.join(format!("data/{tool}.out"))).unwrap_or_default();
+                Some(DefragFigures {
+                    declined: figures::tool_declined(&format!("{said}\n{}", log_of(tool))),
+                    ..figures::writes_figures(tool, &w)?
+                })
+            }
+        };
+        scans.push(scan);
+        states.push(State {
+            name: name.clone(),
+            mountpoint,
+            defrag,
+            layout,
+            map: format!("maps/{name}.png"),
+        });
+    }
+    let workloads = states
+        .iter()
+        .map(|s| figures::workload_figures(&rounds, &s.mountpoint))
+        .collect::<Result<Vec<_>>>()?;
+    let methods = figures::methods(states, workloads);
+    let machine = machine(&base.dir);
+    let mut notes = Vec::new();
+    if machine.image_store == "tmpfs" {
+        notes.push("The scratch images were in RAM (tmpfs), so MB/s measures what each request costs the kernel and the loop device, not the seeks of this machine's disk.".to_string());
+    }
+    if !plan.traced {
+        notes.push("pick mode ran in bypass mode (every request-size window spanning more than one fragment): the run had no traced profile".to_string());
+    }
+    if plan.tool.as_deref() == Some("e4defrag") {
+        notes.push("e4defrag ran with the file system's mb_max_to_scan raised for its run, as fragkit's full mode sets it for its own (docs/defrag.md); see its command".to_string());
+    }
+    let tool_plan = figures::plan(&spec, |p| plan.tool.as_deref() == Some(p));
+    notes.extend(figures::measurement_notes(&methods, &spec, &tool_plan));
+    let times = step_times(&fs::read_to_string(dir.join("logs/steps.times")).unwrap_or_default());
+    let steps: Vec<StepRecord> = plan
+        .steps
+        .iter()
+        .map(|s| {
+            let (t0, t1, code) = times.get(&s.n).copied().unwrap_or((0.0, 0.0, 0));
+            StepRecord {
+                n: s.n,
+                name: s.name.clone(),
+                command: s.command.clone(),
+                seconds: t1 - t0,
+                exit_status: code,
+                log: s.log.clone(),
+                output: s.output.clone(),
+            }
+        })
+        .collect();
+    let first = times.values().map(|t| t.0).fold(f64::INFINITY, f64::min);
+    let last = times.values().map(|t| t.1).fold(0.0, f64::max);
+    let (started_utc, seconds) = if first.is_finite() {
+        (fragkit_core::units::utc(first), last - first)
+    } else {
+        (utc_now(), 0.0)
+    };
+    Ok(LabReport {
+        version: SCHEMA_VERSION,
+        started_utc,
+        seconds,
+        fs: plan.fs.clone(),
+        size: plan.size,
+        workload: plan.workload,
+        workload_description: plan.workload.describe().to_string(),
+        request_size: plan.workload.request_size(),
+        files: names.len(),
+        file_size: spec.file_size(),
+        iterations: plan.iterations,
+        seed: plan.seed,
+        scratch_dir: None,
+        traced: plan.traced,
+        trace,
+        scratch: ScratchFigures {
+            fs: plan.fs.clone(),
+            size: plan.size,
+            mkfs: fs_type.mkfs_command(),
+            loop_device: base.loop_device.to_string_lossy().into_owned(),
+            image: base.image.to_string_lossy().into_owned(),
+            paf,
+            synthetic,
+            free_space,
+        },
+        machine,
+        headline: figures::headline(&methods),
+        file_rows: figures::file_rows(&names, &scans),
+        methods,
+        steps,
+        variables: BTreeMap::new(),
         notes,
         images: Vec::new(),
     })
@@ -638,6 +988,23 @@ fn utc_now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_times_read_back_and_bad_lines_are_skipped() {
+        let t = step_times("1 10.5 12.0 0\n2 12.0 13.25 1\ngarbage\n3 x 1 0\n");
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[&1], (10.5, 12.0, 0));
+        assert_eq!(t[&2], (12.0, 13.25, 1));
+    }
+
+    #[test]
+    fn report_only_on_a_directory_without_a_lab_is_one_error() {
+        let d = tempfile::tempdir().unwrap();
+        let e = format!("{:#}", report_from_dir(d.path()).unwrap_err());
+        assert!(e.contains("data/lab.json: cannot read it"), "{e}");
+        let e = format!("{:#}", report_from_dir(&d.path().join("nope")).unwrap_err());
+        assert!(e.contains("no such directory"), "{e}");
+    }
 
     #[test]
     fn images_follow_tmpdir_when_set_else_ram_when_it_fits() {

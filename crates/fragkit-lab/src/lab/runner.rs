@@ -134,37 +134,37 @@ impl Runner {
         self.run(name, &exe, args, shown, output, &[0, 1])
     }
 
-    /// Run another program (a baseline tool) the same way.
-    pub fn tool(&mut self, name: &str, program: &str, args: &[String]) -> Result<String> {
-        let shown = self.show(program, args);
-        self.run(name, Path::new(program), args, shown, None, &[0])
-    }
-
-    /// Run a baseline tool and keep its stdout in data/`output` (its stderr is in the
-    /// step's log), so what it said — e.g. that a file needs no defragmentation — is kept.
-    /// `tty`: its stdin is a terminal, not /dev/null: xfs_fsr writes what it did ("already
-    /// fully defragmented", "No improvement will be made") to stdout only then, and to
-    /// syslog otherwise.
-    pub(crate) fn tool_output(
+    /// Run `fragkit ARGS` (e.g. `bench writes -- TOOL ...`) with a terminal on its stdin
+    /// when `tty`, accepting the exit statuses in `ok`. xfs_fsr writes what it did ("already
+    /// fully defragmented", "No improvement will be made") to stdout only when its stdin is
+    /// a terminal, and to syslog otherwise; bench writes passes its stdin on.
+    pub(crate) fn fragkit_tty(
         &mut self,
         name: &str,
-        program: &str,
         args: &[String],
         output: &str,
         tty: bool,
+        ok: &[i32],
     ) -> Result<String> {
         let _primary = if tty {
             let (primary, secondary) = fragkit_sys::pty::open()
-                .map_err(|e| anyhow!("{program}: cannot open a pseudo-terminal for it: {e}"))?;
+                .map_err(|e| anyhow!("{name}: cannot open a pseudo-terminal for it: {e}"))?;
             self.stdin = Some(secondary);
             Some(primary)
         } else {
             None
         };
-        let shown = self.show(program, args);
-        let out = self.run(name, Path::new(program), args, shown, Some(output), &[0]);
+        let exe = self.exe.clone();
+        let shown = self.show("fragkit", args);
+        let out = self.run(name, &exe, args, shown, Some(output), ok);
         self.stdin = None;
         out
+    }
+
+    /// Run another program (a baseline tool) the same way.
+    pub fn tool(&mut self, name: &str, program: &str, args: &[String]) -> Result<String> {
+        let shown = self.show(program, args);
+        self.run(name, Path::new(program), args, shown, None, &[0])
     }
 
     /// Record a step the lab did itself (shown as the equivalent command).
@@ -205,6 +205,7 @@ impl Runner {
         let log = format!("logs/{n:02}-{slug}.log");
         let log_file = fs::File::create(self.out.join(&log))?;
         let t = Instant::now();
+        let started = epoch_seconds();
         let child = Command::new(program)
             .args(args)
             .stdin(match self.stdin.as_ref().map(OwnedFd::try_clone) {
@@ -223,6 +224,15 @@ impl Runner {
             fs::write(self.out.join(o), &stdout)?;
         }
         let code = result.status.code().unwrap_or(-1);
+        // As reproduce.sh notes its steps: `lab --report-only` reads the times back.
+        {
+            use std::io::Write as _;
+            let mut times = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(self.out.join("logs/steps.times"))?;
+            writeln!(times, "{n} {started:.3} {:.3} {code}", epoch_seconds())?;
+        }
         self.steps.push(StepRecord {
             n,
             name: name.to_string(),
@@ -248,6 +258,12 @@ impl Runner {
         self.say(&format!("  done  {name} ({seconds:.1} s)"));
         Ok(stdout)
     }
+}
+
+fn epoch_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// One argument as sh reads it back unchanged: plain words as they are, words holding a

@@ -2,7 +2,6 @@
 //! [`Runner`] and returns the command's output read into a typed result (see `child`).
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{bail, Result};
 
@@ -10,7 +9,6 @@ use super::child::{self, Bench, Defrag, Free, Paf, Scan, Synthetic, TraceSummary
 use super::figures::{self, State};
 use super::runner::Runner;
 use super::{DefragFigures, LabSpec, LayoutFigures};
-use fragkit_core::io::{BlockDevice, DeviceDelta};
 use fragkit_core::scratch::ScratchInfo;
 use fragkit_core::units::short_size;
 use fragkit_sys::tunable::SysfsTunable;
@@ -142,7 +140,7 @@ pub fn look(r: &mut Runner, name: &str, mp: &Path, rs_arg: &str) -> Result<Look>
             s("--format"),
             s("json"),
         ],
-        None,
+        Some(&format!("map-{name}.json")),
     )?;
     Ok(Look { layout, map, scan })
 }
@@ -202,7 +200,8 @@ pub(crate) fn trace_workload(
         s("json"),
     ]);
     args.extend(names.iter().map(|n| p(&mp.join("work").join(n))));
-    r.fragkit("trace workload", &args, None)?;
+    // Its stdout is the traced bench's report after trace's own lines: kept, not JSON.
+    r.fragkit("trace workload", &args, Some("trace-workload.out"))?;
     let summary = TraceSummary::of(&fragkit_trace::profile::Profile::load(profile)?);
     if summary.files == 0 {
         bail!("the trace saw no reads of the workload's files");
@@ -229,13 +228,7 @@ pub(crate) fn defrag_pick(
         s("json"),
         p(&mp.join("work")),
     ]);
-    fragkit_counted(
-        r,
-        &format!("defrag --mode {mode}"),
-        mp,
-        &args,
-        "defrag-pick.json",
-    )
+    fragkit_counted(r, &format!("defrag --mode {mode}"), mp, &args, "pick")
 }
 
 /// Step 6b: fragkit defrag in full mode.
@@ -250,7 +243,7 @@ pub(crate) fn defrag_full(r: &mut Runner, mp: &Path, rs_arg: &str) -> Result<Def
         s("json"),
         p(&mp.join("work")),
     ];
-    fragkit_counted(r, "defrag --mode full", mp, &args, "defrag-full.json")
+    fragkit_counted(r, "defrag --mode full", mp, &args, "full")
 }
 
 /// Step 6c: The file system's own defragmenter on the workload's files; what the lab set
@@ -265,7 +258,6 @@ pub(crate) fn defrag_tool(
 ) -> Result<DefragFigures> {
     let mut args = leading.to_vec();
     args.extend(names.iter().map(|n| p(&mp.join("work").join(n))));
-    let out = format!("{program}.out");
     // e4defrag's donors come from the same allocator as full mode's: it gets the same
     // mb_max_to_scan, its best setup (with the default 200 it left 4,188-14,173 extents of
     // ~17,000 per file on the comparison image, with the raised value 223-596;
@@ -285,71 +277,70 @@ pub(crate) fn defrag_tool(
     } else {
         None
     };
-    let (text, figures) = counted(r, mp, |r| {
-        r.tool_output(program, program, &args, &out, program == "xfs_fsr")
-    })?;
+    let wargs = writes_args(r, mp, &format!("{program}.out"), program, &args);
+    let text = r.fragkit_tty(
+        program,
+        &wargs,
+        &format!("writes-{program}.json"),
+        program == "xfs_fsr",
+        &[0],
+    )?;
     if let Some(k) = &knob {
         let var = mp_var(&r.variables(), mp);
         if let Some(step) = r.steps.last_mut() {
             step.command = with_ext4_knob(&var, "mb_max_to_scan", k.new_value(), &step.command);
         }
     }
+    let figures = figures::writes_figures(program, &child::parse(program, &text)?)?;
+    let said =
+        std::fs::read_to_string(r.out().join(format!("data/{program}.out"))).unwrap_or_default();
     let log = r
         .steps
         .last()
         .map(|s| std::fs::read_to_string(r.out().join(&s.log)).unwrap_or_default())
         .unwrap_or_default();
     Ok(DefragFigures {
-        declined: figures::tool_declined(&format!("{text}\n{log}")),
+        declined: figures::tool_declined(&format!("{said}\n{log}")),
         ..figures
     })
 }
 
+/// `fragkit bench writes` around `program ARGS` on the device under `mp`: its report on
+/// stdout, the program's stdout in data/`output`.
+fn writes_args(r: &Runner, mp: &Path, output: &str, program: &str, args: &[String]) -> Vec<String> {
+    let mut a = vec![
+        s("bench"),
+        s("writes"),
+        s("--format"),
+        s("json"),
+        s("--path"),
+        p(mp),
+        s("--command-output"),
+        p(&r.out().join("data").join(output)),
+        s("--"),
+        s(program),
+    ];
+    a.extend(args.iter().cloned());
+    a
+}
+
+/// fragkit defrag (`which`: pick or full) under `bench writes`: the device's counts in
+/// data/writes-`which`.json, defrag's own report in data/defrag-`which`.json.
 fn fragkit_counted(
     r: &mut Runner,
     name: &str,
     mp: &Path,
     args: &[String],
-    output: &str,
+    which: &str,
 ) -> Result<DefragFigures> {
-    let (text, counted) = counted(r, mp, |r| r.fragkit_report(name, args, Some(output)))?;
-    let report: Defrag = child::parse(name, &text)?;
+    let exe = p(r.exe());
+    let wargs = writes_args(r, mp, &format!("defrag-{which}.json"), &exe, args);
+    // defrag's exit status 1: done, some ranges skipped (listed in its report).
+    let text = r.fragkit_report(name, &wargs, Some(&format!("writes-{which}.json")))?;
+    let counted = figures::writes_figures(name, &child::parse(name, &text)?)?;
+    let defrag_text = std::fs::read_to_string(r.out().join(format!("data/defrag-{which}.json")))?;
+    let report: Defrag = child::parse(name, &defrag_text)?;
     figures::fragkit_defrag(name, &report, counted)
-}
-
-/// Run a defragmenter on `mp` with the device's counters read around it (sync before
-/// and after, as `fragkit bench writes` does; the report shows it as that command).
-fn counted(
-    r: &mut Runner,
-    mp: &Path,
-    run: impl FnOnce(&mut Runner) -> Result<String>,
-) -> Result<(String, DefragFigures)> {
-    let device = BlockDevice::for_path(mp)?;
-    nix::unistd::sync();
-    let before = device.stats()?;
-    let t = Instant::now();
-    let text = run(r)?;
-    let seconds = t.elapsed().as_secs_f64();
-    nix::unistd::sync();
-    let delta: DeviceDelta = before.delta(&device.stats()?);
-    // Show the step as the command that reproduces these figures.
-    let var = mp_var(&r.variables(), mp);
-    if let Some(step) = r.steps.last_mut() {
-        step.command = format!(
-            "fragkit bench writes --path \"${{{var}}}\" -- {}",
-            step.command
-        );
-    }
-    Ok((
-        text,
-        DefragFigures {
-            seconds,
-            device_bytes_written: delta.write_bytes,
-            device_write_requests: delta.writes,
-            device_bytes_read: delta.read_bytes,
-            ..DefragFigures::default()
-        },
-    ))
 }
 
 /// `command` as a shell group that sets the ext4 tunable `name` of the file system mounted
