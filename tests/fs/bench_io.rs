@@ -389,3 +389,58 @@ fn bench_read_warns_when_another_process_uses_the_device() {
         "{text}"
     );
 }
+
+/// `bench ior` never reports bandwidth for bytes it did not move: reading 16 MiB per rank
+/// from files of 8 MiB stops with an error naming the file, the offset and the byte counts
+/// (IOR stops with "read() returned EOF prematurely"), instead of a figure for 16 MiB.
+#[test]
+fn ior_short_read_is_an_error_not_a_bandwidth() {
+    let s = scratch(FsType::Ext4, 128 << 20, &[]);
+    let d = s.mountpoint().join("ior");
+    std::fs::create_dir(&d).unwrap();
+    let dir = d.to_string_lossy().to_string();
+    let w = fragkit(&[
+        "bench",
+        "ior",
+        &dir,
+        "--block",
+        "8M",
+        "--xfer",
+        "1M",
+        "--write",
+        "--keep",
+        "--iterations",
+        "1",
+        "--file-per-process",
+        "--direct",
+    ]);
+    assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+    let r = fragkit(&[
+        "bench",
+        "ior",
+        &dir,
+        "--block",
+        "16M",
+        "--xfer",
+        "1M",
+        "--read",
+        "--iterations",
+        "1",
+        "--file-per-process",
+        "--direct",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_ne!(
+        r.status.code(),
+        Some(0),
+        "a short read must not succeed: {err}"
+    );
+    assert!(
+        err.contains("returned 0 of") && err.contains("offset 8388608"),
+        "{err}"
+    );
+    assert!(
+        r.stdout.is_empty() || !String::from_utf8_lossy(&r.stdout).contains("read "),
+        "no read bandwidth printed"
+    );
+}
