@@ -102,7 +102,7 @@ pub fn fallocate(f: &File, mode: libc::c_int, offset: u64, len: u64) {
 }
 
 pub fn drop_caches() {
-    nix::unistd::sync();
+    global_sync();
     std::fs::write("/proc/sys/vm/drop_caches", "3").expect("drop caches");
 }
 
@@ -119,7 +119,7 @@ pub fn device_reads(dev: &str) -> u64 {
 /// adds reads, so the fewest is the layout's own count.
 pub fn direct_read_requests(dev: &str, path: &Path, request: usize) -> u64 {
     let _held = std::fs::File::open(path).unwrap();
-    nix::unistd::sync();
+    global_sync();
     let mut fewest = u64::MAX;
     for _ in 0..3 {
         let before = device_reads(dev);
@@ -269,7 +269,7 @@ pub fn fill_punch_fragment(s: &Scratch, path: &Path, size: u64, frag: u64) {
     // xfs frees deleted files' blocks in the background: wait for earlier fillers to go.
     let mut free = 0;
     for _ in 0..100 {
-        nix::unistd::sync();
+        global_sync();
         let st = nix::sys::statvfs::statvfs(dir).unwrap();
         free = st.blocks_free() as u64 * st.fragment_size() as u64;
         if free > small_share + (64 << 20) {
@@ -298,11 +298,11 @@ pub fn fill_punch_fragment(s: &Scratch, path: &Path, size: u64, frag: u64) {
         }
         small.push(p);
     }
-    nix::unistd::sync();
+    global_sync();
     for p in small.iter().step_by(2) {
         std::fs::remove_file(p).unwrap();
     }
-    nix::unistd::sync();
+    global_sync();
     let f = open_direct_write(path);
     let buf = AlignedBuf::new(frag as usize, (size / frag) as u8);
     let mut pos = 0;
@@ -313,7 +313,7 @@ pub fn fill_punch_fragment(s: &Scratch, path: &Path, size: u64, frag: u64) {
     }
     drop(f);
     std::fs::remove_dir_all(&fillers).unwrap();
-    nix::unistd::sync();
+    global_sync();
     if let Some(v) = saved {
         std::fs::write(&resv, v.trim()).unwrap();
     }
@@ -557,4 +557,15 @@ pub fn assert_layouts_as_reported(report: &serde_json::Value, dir: &Path) {
             path.display()
         );
     }
+}
+
+/// Tests that sync every file system hold this shared; a test whose premise is that the
+/// kernel has not committed something yet holds it exclusively for that window (a sibling's
+/// `sync(2)` would commit it).
+pub static GLOBAL_SYNC: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// sync(2), but never inside another test's no-commit window.
+pub fn global_sync() {
+    let _shared = GLOBAL_SYNC.read().unwrap_or_else(|e| e.into_inner());
+    nix::unistd::sync();
 }
