@@ -161,12 +161,6 @@ impl Runner {
         out
     }
 
-    /// Run another program (a baseline tool) the same way.
-    pub fn tool(&mut self, name: &str, program: &str, args: &[String]) -> Result<String> {
-        let shown = self.show(program, args);
-        self.run(name, Path::new(program), args, shown, None, &[0])
-    }
-
     /// Record a step the lab did itself (shown as the equivalent command).
     pub fn record(&mut self, name: &str, shown: String, seconds: f64, output: Option<&str>) {
         let n = self.steps.len() + 1;
