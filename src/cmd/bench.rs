@@ -142,7 +142,7 @@ fn run_writes(a: BenchWritesArgs) -> Result<i32> {
     if !a.no_sync {
         nix::unistd::sync();
     }
-    let before = device.stats()?;
+    let before = device.settled_stats()?;
     let t = Instant::now();
     // The command's stdout goes to our stderr (or --command-output) so that stdout holds
     // only the report.
@@ -158,7 +158,7 @@ fn run_writes(a: BenchWritesArgs) -> Result<i32> {
     }
     let seconds = t.elapsed().as_secs_f64();
     let after = device
-        .stats()
+        .settled_stats()
         .context("reading device counters after the command")?;
     let report = WritesReport {
         version: out::SCHEMA_VERSION,

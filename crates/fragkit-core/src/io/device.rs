@@ -231,6 +231,24 @@ impl BlockDevice {
         DeviceStats::parse(&text).ok_or_else(|| anyhow!("{path}: unexpected format"))
     }
 
+    /// The counters once the device has nothing in flight (waiting at most 200 ms).
+    /// A request's bytes are counted before its completion wakes the submitter, its
+    /// request count only after (blk_account_io_done); sampled right after the last
+    /// read returns, the bytes can be complete and the count one short. The in-flight
+    /// count drops in the same step as the request count rises, so zero in flight means
+    /// every finished request is counted. Another process keeping the device busy
+    /// can hold it above zero: then the last reading is returned.
+    pub fn settled_stats(&self) -> Result<DeviceStats> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        loop {
+            let s = self.stats()?;
+            if s.in_flight == 0 || std::time::Instant::now() >= deadline {
+                return Ok(s);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
     pub fn limits(&self) -> QueueLimits {
         let q = |f: &str| read_sys_u64(&format!("/sys/block/{}/queue/{f}", self.disk));
         QueueLimits {

@@ -495,7 +495,7 @@ pub fn run_job_observed(
         }
         let mut offsets = Offsets::new(spec, region, round_to, i);
         let before = match &target.info.device {
-            Some(d) => Some(d.stats()?),
+            Some(d) => Some(d.settled_stats()?),
             None => None,
         };
         let (bytes, requests, seconds, mut lat) = drive(
@@ -520,7 +520,7 @@ pub fn run_job_observed(
             }
         }
         let device = match (&target.info.device, before) {
-            (Some(d), Some(b)) => Some(b.delta(&d.stats()?)),
+            (Some(d), Some(b)) => Some(b.delta(&d.settled_stats()?)),
             _ => None,
         };
         lat.sort_unstable();
