@@ -531,6 +531,13 @@ pub struct BenchIoArgs {
     /// Keep the page cache between iterations (no root needed)
     #[arg(long)]
     pub no_drop_caches: bool,
+    /// After each cache drop, do not read the file's mapping (extent tree, btrfs
+    /// checksums) back before the timed pass: the pass then also pays those metadata
+    /// reads, and on ext4 splits requests where extent-tree leaves end, as a cold start
+    /// does [default: read it first and count its reads apart, so the pass's device
+    /// requests are the layout's]
+    #[arg(long, conflicts_with = "no_drop_caches")]
+    pub cold_mapping: bool,
     /// Read jobs: also replay the first measured iteration's requests on a modeled SSD
     /// (fast24, nvme-a, nvme-b, sata-a, sata-b, or g,S; see `fragkit ssd`) and print its
     /// MB/s and die collisions beside the real figures (needs --direct)

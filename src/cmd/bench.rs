@@ -75,6 +75,7 @@ fn spec_for(a: &BenchIoArgs, op: Op, path: &Path) -> JobSpec {
     spec.iterations = a.iterations;
     spec.warmup = a.warmup;
     spec.drop_caches = !a.no_drop_caches;
+    spec.read_mapping_first = !a.cold_mapping;
     spec
 }
 
@@ -101,7 +102,7 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
         bar.set_message(path.display().to_string());
         let result = engine_io::run_job_observed(&spec, &mut |_, _| bar.inc(1))?;
         bar.inc(spec.warmup as u64);
-        let layout = crate::bench::predict_requests(&result);
+        let layout = crate::bench::predict_requests(&spec, &result)?;
         let model = match &model {
             Some(p) => Some(crate::bench::model_reads(p, &spec, &result)?),
             None => None,

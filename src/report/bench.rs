@@ -179,13 +179,26 @@ pub(crate) fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()
                     })
                 })
                 .collect();
+            let predicted: Vec<String> = l.split_each.iter().map(u64::to_string).collect();
             writeln!(
                 w,
-                "  layout: S({}) = {} requests predicted from the file's extents (unfragmented: {}); device completed {} reads per iteration",
+                "  layout: {} device requests predicted from the file's extents at {} (unfragmented: {}); device completed {} reads per iteration",
+                predicted.join(", "),
                 short_size(l.request_size),
-                l.split,
                 l.ideal,
                 if seen.is_empty() { "-".to_string() } else { seen.join(", ") }
+            )?;
+        }
+        let mapping: Vec<String> = j
+            .iterations
+            .iter()
+            .filter_map(|r| r.mapping.map(|d| d.reads.to_string()))
+            .collect();
+        if !mapping.is_empty() {
+            writeln!(
+                w,
+                "  mapping: {} device reads per iteration to read the file's mapping back after the cache drop, before the timed pass (not in the figures above)",
+                mapping.join(", ")
             )?;
         }
         if let Some(m) = &job.model {
@@ -235,6 +248,9 @@ pub(crate) fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> 
         "dev_write_bytes",
         "layout_split",
         "layout_ideal",
+        // Device reads while the file's mapping was read back after the cache drop,
+        // before the timed pass (empty when it was not).
+        "mapping_reads",
         // `--model`: the job's reads on the modeled SSD (empty without it; the same on
         // every iteration row: the model times the first measured iteration).
         "model",
@@ -284,8 +300,15 @@ pub(crate) fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> 
                 dv(|d| d.writes),
                 dv(|d| d.write_merges),
                 dv(|d| d.write_bytes),
-                job.layout.map_or(String::new(), |l| l.split.to_string()),
-                job.layout.map_or(String::new(), |l| l.ideal.to_string()),
+                job.layout.as_ref().map_or(String::new(), |l| {
+                    l.split_each.get(i).copied().unwrap_or(l.split).to_string()
+                }),
+                job.layout
+                    .as_ref()
+                    .map_or(String::new(), |l| l.ideal.to_string()),
+                r.mapping
+                    .as_ref()
+                    .map_or(String::new(), |d| d.reads.to_string()),
                 m(|m| m.model.clone()),
                 m(|m| m.mapping.clone()),
                 m(|m| format!("{:.3}", m.mb_s)),

@@ -345,6 +345,53 @@ fn ms(ns: u64) -> String {
 }
 
 /// Reads over the rounds: one figure when every round agreed, else the range.
+/// How the layout model's predicted device reads compare with the device's, over the
+/// rows that have a prediction: one sentence, or None without predictions.
+pub(crate) fn prediction_check(methods: &[MethodResult]) -> Option<String> {
+    let rows: Vec<(&str, u64, u64, u64)> = methods
+        .iter()
+        .filter_map(|m| {
+            let p = m.workload.predicted_device_reads?;
+            let (lo, hi) = figures::reads_range(m);
+            Some((m.name.as_str(), p, lo, hi))
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let exact = rows
+        .iter()
+        .filter(|(_, p, lo, hi)| lo == p && hi == p)
+        .count();
+    let others: Vec<String> = rows
+        .iter()
+        .filter(|(_, p, lo, hi)| !(lo == p && hi == p))
+        .map(|(name, p, lo, hi)| {
+            let dev = |d: u64| (d as f64 / (*p).max(1) as f64 - 1.0) * 100.0;
+            let worst = if dev(*lo).abs() > dev(*hi).abs() {
+                dev(*lo)
+            } else {
+                dev(*hi)
+            };
+            let seen = if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}–{hi} over the rounds")
+            };
+            format!("{name}: predicted {p}, device {seen} (at most {worst:+.3}%)")
+        })
+        .collect();
+    let head = format!(
+        "layout model: predicted device reads equal the device's in every round on {exact} of {} rows (each file's mapping read back before the pass; its metadata reads in the mapping column)",
+        rows.len()
+    );
+    Some(if others.is_empty() {
+        head
+    } else {
+        format!("{head}; {}", others.join("; "))
+    })
+}
+
 fn reads_text(m: &MethodResult) -> String {
     let (a, b) = figures::reads_range(m);
     if a == b {
@@ -603,13 +650,13 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
     );
     let _ = writeln!(
         h,
-        "<table><tr><th class=\"l\">method</th><th class=\"l\">what it moves</th><th>device bytes written</th><th>write requests</th><th>defrag time</th><th>fragments</th><th>extra requests at {rs}</th><th>workload device reads</th><th>predicted</th><th>MB/s</th><th>CoV</th><th>real time after ÷ before, paired: median [interval]</th><th>modeled NVMe MB/s</th><th>die collisions</th></tr>"
+        "<table><tr><th class=\"l\">method</th><th class=\"l\">what it moves</th><th>device bytes written</th><th>write requests</th><th>defrag time</th><th>fragments</th><th>extra requests at {rs}</th><th>workload device reads</th><th>predicted</th><th>mapping reads</th><th>MB/s</th><th>CoV</th><th>real time after ÷ before, paired: median [interval]</th><th>modeled NVMe MB/s</th><th>die collisions</th></tr>"
     );
     for m in &r.methods {
         let d = m.defrag.as_ref();
         let _ = writeln!(
             h,
-            "<tr><td class=\"l\"><b>{}</b></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.1}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\"><b>{}</b></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&m.name),
             esc(&m.description),
             d.map_or("–".into(), |d| HumanBytes(d.device_bytes_written).to_string()),
@@ -621,6 +668,7 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
             m.workload
                 .predicted_device_reads
                 .map_or("–".into(), |p| p.to_string()),
+            m.workload.mapping_reads,
             m.workload.mb_per_s,
             m.workload.mb_per_s_cov * 100.0,
             m.real_time.map_or("–".into(), |i| format!(
@@ -634,10 +682,13 @@ dt {{ color: #666; }} dd {{ margin: 0; }}
     h.push_str("</table>\n");
     let _ = writeln!(
         h,
-        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model (S(R) summed over the workload's requests) from FIEMAP; it should equal the device reads. The workload ran in {} rounds, each reading an untouched clone and every defragmented clone once (order rotating, page cache dropped before each); MB/s is the trimmed mean over rounds. Real time is compared in pairs: per round, a method's MB/s over the untouched clone's in the same round; the table shows the median ratio and its exact sign-test interval for the median (order statistics of the rounds' ratios, coverage from the binomial distribution: with 5 rounds the smallest to the largest ratio, 93.8%). A method is called faster or slower in real time only when that interval excludes 1, and every ranking sentence above is made from the exact figures (bytes written, device read requests, layout requests, modeled time). MB/s on RAM-backed loop devices is noisy (see the notes); the modeled NVMe columns are not: <code>bench read --model fast24</code> replays the same requests on FAST'24's emulated SSD (8 dies, write-order FTL; see docs/ssd.md), the device's mapping built from the files' FIEMAP in physical order, so equal layouts give equal figures in every round. A die collision is a flash page a request puts on a die that another page of the same request already uses, beyond an even spread over the dies.</p>",
+        "<p>Device figures are the loop devices' own counters (<code>/sys/block/*/stat</code>), with a sync before and after each defragmenter. \"Predicted\" is fragkit's layout model from FIEMAP: the workload's requests, each split where the files' data runs end (for whole-file reads, S(R) summed over the files); it equals the device reads when the kernel submits what the layout implies. Before each pass the page cache is dropped and each file's mapping read back (its extent tree; on btrfs also its checksum items): those metadata reads are the \"mapping reads\" column, not in the workload's. The workload ran in {} rounds, each reading an untouched clone and every defragmented clone once (order rotating); MB/s is the trimmed mean over rounds. Real time is compared in pairs: per round, a method's MB/s over the untouched clone's in the same round; the table shows the median ratio and its exact sign-test interval for the median (order statistics of the rounds' ratios, coverage from the binomial distribution: with 5 rounds the smallest to the largest ratio, 93.8%). A method is called faster or slower in real time only when that interval excludes 1, and every ranking sentence above is made from the exact figures (bytes written, device read requests, layout requests, modeled time). MB/s on RAM-backed loop devices is noisy (see the notes); the modeled NVMe columns are not: <code>bench read --model fast24</code> replays the same requests on FAST'24's emulated SSD (8 dies, write-order FTL; see docs/ssd.md), the device's mapping built from the files' FIEMAP in physical order, so equal layouts give equal figures in every round. A die collision is a flash page a request puts on a die that another page of the same request already uses, beyond an even spread over the dies.</p>",
         r.iterations
     );
 
+    if let Some(c) = prediction_check(&r.methods) {
+        let _ = writeln!(h, "<p>{}</p>", esc(&c));
+    }
     h.push_str(&winner_table(&r.headline.winners));
     h.push_str("<h2>Block maps</h2>\n<p>Each picture shows the whole device; the workload's files are drawn in alternating dark shades per fragment, everything else in beige, free space white.</p>\n<div class=\"maps\">\n");
     for m in &r.methods {
@@ -944,12 +995,14 @@ pub(crate) fn write_summary(
     )?;
     writeln!(
         w,
-        "{:<10} {:>12} {:>10} {:>10} {:>14} {:>10} {:>22} {:>10} {:>10}",
+        "{:<10} {:>12} {:>10} {:>10} {:>14} {:>10} {:>9} {:>10} {:>22} {:>10} {:>10}",
         "method",
         "written",
         "fragments",
         "extra",
         "device reads",
+        "predicted",
+        "mapping",
         "MB/s",
         "real ×, paired [int.]",
         "NVMe MB/s",
@@ -958,7 +1011,7 @@ pub(crate) fn write_summary(
     for m in &r.methods {
         writeln!(
             w,
-            "{:<10} {:>12} {:>10} {:>10} {:>14} {:>10.1} {:>22} {:>10} {:>10}",
+            "{:<10} {:>12} {:>10} {:>10} {:>14} {:>10} {:>9.0} {:>10.1} {:>22} {:>10} {:>10}",
             m.name,
             m.defrag
                 .as_ref()
@@ -967,6 +1020,10 @@ pub(crate) fn write_summary(
             m.layout.fragments,
             m.layout.extra,
             reads_text(m),
+            m.workload
+                .predicted_device_reads
+                .map_or("–".into(), |p| p.to_string()),
+            m.workload.mapping_reads,
             m.workload.mb_per_s,
             m.real_time.map_or("–".into(), |i| format!(
                 "×{:.2} [{:.2}, {:.2}]",
@@ -988,6 +1045,9 @@ pub(crate) fn write_summary(
             ""
         }
     )?;
+    if let Some(c) = prediction_check(&r.methods) {
+        writeln!(w, "{c}")?;
+    }
     for v in verdicts(r).into_iter().chain(modeled_verdicts(&r.methods)) {
         writeln!(w, "{v}")?;
     }
@@ -1379,6 +1439,44 @@ mod tests {
     }
 
     /// xfs: a 273 MiB free run is not "small holes": the words come from the histogram.
+    #[test]
+    fn prediction_check_says_equal_only_when_every_round_is() {
+        let with = |name: &str, reads: &[u64], predicted: Option<u64>| {
+            let mut m = measured(name, 10, reads, &[1.0; 5], 1_000_000);
+            m.workload.predicted_device_reads = predicted;
+            m
+        };
+        let all = [
+            with("before", &[100, 100, 100], Some(100)),
+            with("pick", &[40, 40, 40], Some(40)),
+        ];
+        let c = prediction_check(&all).unwrap();
+        assert!(c.contains("every round on 2 of 2 rows"), "{c}");
+        assert!(!c.contains("predicted 100"), "{c}");
+        // One round off by 3: not called equal, and the deviation is quantified.
+        let off = [
+            with("before", &[1000, 1003, 1000], Some(1000)),
+            with("pick", &[40, 40, 40], Some(40)),
+        ];
+        let c = prediction_check(&off).unwrap();
+        assert!(c.contains("every round on 1 of 2 rows"), "{c}");
+        assert!(
+            c.contains(
+                "before: predicted 1000, device 1000–1003 over the rounds (at most +0.300%)"
+            ),
+            "{c}"
+        );
+        // Below the prediction is said with its sign.
+        let under = [with("full", &[95, 95, 95], Some(100))];
+        let c = prediction_check(&under).unwrap();
+        assert!(
+            c.contains("full: predicted 100, device 95 (at most -5.000%)"),
+            "{c}"
+        );
+        // No prediction anywhere: no sentence.
+        assert!(prediction_check(&[with("before", &[5], None)]).is_none());
+    }
+
     #[test]
     fn free_space_words_follow_the_histogram() {
         let free: crate::lab::child::Free = crate::lab::child::parse(

@@ -636,6 +636,31 @@ pub fn range_request_count(runs: &[Fragment], start: u64, end: u64, size: u64) -
     request_count(&clip_fragments(runs, start, end), size)
 }
 
+/// Device requests that O_DIRECT `reads` (file offset, length) of a file with data runs
+/// `runs` become, when the device takes at most `cap` bytes per request: per read, each
+/// data run it touches is its own request (the kernel maps one run at a time and never
+/// joins runs that are not physically contiguous), cut into `cap`-byte pieces; holes
+/// and unwritten ranges read as zeros and cost none. For whole-file sequential reads of
+/// R ≤ cap bytes this is S(R).
+pub fn planned_request_count(runs: &[Fragment], reads: &[(u64, u64)], cap: u64) -> u64 {
+    let cap = cap.max(1);
+    reads
+        .iter()
+        .map(|&(off, len)| {
+            let end = off.saturating_add(len);
+            let first = runs.partition_point(|r| r.logical_end() <= off);
+            runs[first..]
+                .iter()
+                .take_while(|r| r.logical < end)
+                .map(|r| {
+                    let piece = r.logical_end().min(end) - r.logical.max(off);
+                    piece.div_ceil(cap)
+                })
+                .sum::<u64>()
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -692,6 +717,29 @@ mod tests {
             }
             out
         })
+    }
+
+    proptest! {
+        #[test]
+        fn planned_requests_of_a_sequential_read_are_s_of_r(
+            extents in arb_extents(),
+            k in 1u64..40,
+        ) {
+            let l = layout(extents);
+            let runs = l.data_runs();
+            let r = k * BS;
+            let reads: Vec<(u64, u64)> = (0..l.size.div_ceil(r))
+                .map(|i| (i * r, r.min(l.size - i * r)))
+                .collect();
+            let want = request_count(&runs, r).split;
+            prop_assert_eq!(planned_request_count(&runs, &reads, r), want);
+            // A cap of one block cuts every run piece into blocks.
+            let blocks: u64 = reads
+                .iter()
+                .map(|&(o, n)| range_request_count(&runs, o, o + n, BS).split)
+                .sum();
+            prop_assert_eq!(planned_request_count(&runs, &reads, BS), blocks);
+        }
     }
 
     fn brute_requests(runs: &[Fragment], r: u64) -> (u64, u64) {

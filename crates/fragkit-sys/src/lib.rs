@@ -14,7 +14,7 @@
 //!   fragpicker-synthetic`), `xfs_commit` (XFS_IOC_START_COMMIT, XFS_IOC_COMMIT_RANGE),
 //!   `btrfs_defrag` (BTRFS_IOC_DEFRAG_RANGE), `f2fs_defrag` (F2FS_IOC_DEFRAGMENT).
 //! - File systems: `fsinfo` (statfs, FIGETBSZ), `superblock` (ext4/xfs on-disk),
-//!   `btrfs_space` (BTRFS_IOC_SPACE_INFO), `xfs` (XFS_IOC_GET/SET_RESBLKS), `freeze`
+//!   `btrfs_space` (BTRFS_IOC_SPACE_INFO), `btrfs_search` (BTRFS_IOC_TREE_SEARCH_V2), `xfs` (XFS_IOC_GET/SET_RESBLKS), `freeze`
 //!   (FIFREEZE/FITHAW), `mountinfo`, `tunable` (sysfs knobs), `sync` (syncfs, sync).
 //! - Page cache: `fadvise` (posix_fadvise), `cachestat`, `vm` (drop_caches).
 //! - Change notification: `fanotify` and `inotify` (init, marks and watches, the event
@@ -29,6 +29,7 @@
 pub mod affinity;
 pub mod alloc;
 pub mod btrfs_defrag;
+pub mod btrfs_search;
 pub mod btrfs_space;
 pub mod cachestat;
 pub mod clock;

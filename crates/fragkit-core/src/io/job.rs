@@ -64,6 +64,10 @@ pub struct JobSpec {
     pub warmup: u32,
     /// Sync and drop the page cache before every iteration (root).
     pub drop_caches: bool,
+    /// After each cache drop, read the file's mapping back before the timed pass
+    /// (`io::mapping`), counting its device I/O apart: the pass then issues only data
+    /// requests. Off: the pass also pays the mapping's reads, as a cold start does.
+    pub read_mapping_first: bool,
 }
 
 impl JobSpec {
@@ -82,6 +86,7 @@ impl JobSpec {
             iterations: 1,
             warmup: 0,
             drop_caches: true,
+            read_mapping_first: true,
         }
     }
 }
@@ -119,6 +124,10 @@ pub struct IterationResult {
     pub latency: Latency,
     /// The device's counters over the iteration (None when no block device is under it).
     pub device: Option<DeviceDelta>,
+    /// The device's counters while the file's mapping was read back after the cache drop,
+    /// before the timed pass (None when it was not: no cache drop, a block device, or
+    /// `read_mapping_first` off): the metadata reads a cold pass pays on top of `device`.
+    pub mapping: Option<DeviceDelta>,
 }
 
 /// Device I/O during a read job that the job cannot have caused: another process shares
@@ -247,10 +256,25 @@ fn open_target(spec: &JobSpec) -> Result<Target> {
         Op::Read => opts.read(true),
         Op::Write => opts.write(true).create(true),
     };
-    if spec.direct {
-        opts.custom_flags(libc::O_DIRECT);
-    }
-    let mut file = match opts.open(&spec.path) {
+    let direct = if spec.direct { libc::O_DIRECT } else { 0 };
+    // Reads do not update the access time where the kernel lets us say so (owner or
+    // root): an atime update is a metadata write that, after a cache drop, reads the
+    // inode's block back, and on btrfs makes the next transaction commit read tree
+    // blocks seconds later, inside another iteration's counts.
+    let no_atime = if spec.op == Op::Read && !is_blockdev {
+        libc::O_NOATIME
+    } else {
+        0
+    };
+    opts.custom_flags(direct | no_atime);
+    let opened = match opts.open(&spec.path) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) && no_atime != 0 => {
+            opts.custom_flags(direct);
+            opts.open(&spec.path)
+        }
+        other => other,
+    };
+    let mut file = match opened {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) && spec.direct => {
             bail!("{shown}: the file system refuses O_DIRECT; drop --direct")
@@ -490,8 +514,21 @@ pub fn run_job_observed(
     eng.register_buffers(bufs.as_mut_ptr(), slot_len * depth as usize);
     let mut iterations = Vec::new();
     for i in 0..spec.warmup + spec.iterations {
+        let mut mapping = None;
         if spec.drop_caches {
             drop_caches()?;
+            if spec.read_mapping_first && target.info.kind == "file" {
+                let before = match &target.info.device {
+                    Some(d) => Some(d.settled_stats()?),
+                    None => None,
+                };
+                super::mapping::read_mapping(&target.file, target.info.fs_type.as_deref())
+                    .with_context(|| format!("{}: reading its mapping", spec.path.display()))?;
+                mapping = match (&target.info.device, before) {
+                    (Some(d), Some(b)) => Some(b.delta(&d.settled_stats()?)),
+                    _ => None,
+                };
+            }
         }
         let mut offsets = Offsets::new(spec, region, round_to, i);
         let before = match &target.info.device {
@@ -545,6 +582,7 @@ pub fn run_job_observed(
             iops: requests as f64 / seconds,
             latency,
             device,
+            mapping,
         };
         if i >= spec.warmup {
             observe(i - spec.warmup, &r);

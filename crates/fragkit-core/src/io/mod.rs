@@ -16,6 +16,7 @@ pub mod buf;
 pub mod device;
 pub mod engine;
 pub mod job;
+pub mod mapping;
 pub(crate) mod uring;
 
 pub use device::{BlockDevice, DeviceDelta};

@@ -115,8 +115,8 @@ pub fn run(spec: &DofSpec, on_point: &mut dyn FnMut(&DofPoint)) -> Result<DofRep
             job.queue_depth = qd;
             job.iterations = spec.iterations;
             let result = run_job(&job)?;
-            let prediction = super::predict_requests(&result);
-            if let Some(p) = prediction {
+            let prediction = super::predict_requests(&job, &result)?;
+            if let Some(p) = &prediction {
                 effective = p.request_size;
             }
             let lat: Vec<f64> = result
@@ -130,7 +130,7 @@ pub fn run(spec: &DofSpec, on_point: &mut dyn FnMut(&DofPoint)) -> Result<DofRep
                 frag_size,
                 queue_depth: qd,
                 effective_queue_depth: result.effective_queue_depth,
-                predicted_split: prediction.map_or(0, |p| p.split),
+                predicted_split: prediction.as_ref().map_or(0, |p| p.split),
                 device_reads: result.device_mean(|d| d.reads),
                 device_read_merges: result.device_mean(|d| d.read_merges),
                 mb_per_s: result.mb_per_s,

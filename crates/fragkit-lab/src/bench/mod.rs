@@ -12,17 +12,21 @@ pub mod sweep;
 
 use serde::Serialize;
 
-use fragkit_core::io::{JobResult, Op, Pattern};
+use fragkit_core::io::{JobResult, Op};
 
-/// The request count a file's layout predicts for a whole-file sequential O_DIRECT read.
-#[derive(Debug, Clone, Copy, Serialize)]
+/// The device requests a file's layout predicts for an O_DIRECT read job.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct LayoutPrediction {
     /// The request size the device can see: min(request size, device caps).
     pub request_size: u64,
-    /// S(R) from FIEMAP.
+    /// The first measured iteration's device requests predicted from FIEMAP (for a
+    /// whole-file sequential read, S(R)).
     pub split: u64,
-    /// I(R): requests an unfragmented file would need.
+    /// The same iteration's requests on an unfragmented file: one per request (per
+    /// device-sized piece), none for a read of a hole.
     pub ideal: u64,
+    /// `split` for each measured iteration (random patterns differ per iteration).
+    pub split_each: Vec<u64>,
 }
 
 /// The job's first measured iteration replayed on the modeled SSD `p`, the device's
@@ -50,25 +54,52 @@ pub fn model_reads(
         .map_err(|e| anyhow::anyhow!("--model: {e}"))
 }
 
-/// S(R) and I(R) of the job's file at the request size the device can see, when the job
-/// was a whole-file sequential O_DIRECT read of a file (None otherwise): the number the
-/// device's read count is expected to equal, give or take metadata reads.
-pub fn predict_requests(job: &JobResult) -> Option<LayoutPrediction> {
-    let whole_file = job.region_offset == 0 && job.region_size == job.target.size;
-    if job.op != Op::Read
-        || job.pattern != Pattern::Sequential
-        || !job.direct
-        || !whole_file
-        || job.target.kind != "file"
-    {
-        return None;
+/// What the job's file's layout predicts the device saw: its planned requests per
+/// measured iteration, each split where the file's data runs end
+/// (`metrics::planned_request_count`). Only for O_DIRECT read jobs on a file (buffered
+/// reads reach the device as readahead, not as the job's requests); None otherwise.
+pub fn predict_requests(
+    spec: &fragkit_core::io::JobSpec,
+    job: &JobResult,
+) -> anyhow::Result<Option<LayoutPrediction>> {
+    if job.op != Op::Read || !job.direct || job.target.kind != "file" {
+        return Ok(None);
     }
-    let r = job.target.effective_request_size?;
-    let scan = fragkit_core::scan::scan_paths(std::slice::from_ref(&job.path), &[r]).ok()?;
-    let req = scan.files.first()?.metrics.requests.first().copied()?;
-    Some(LayoutPrediction {
-        request_size: r,
-        split: req.split,
-        ideal: req.ideal,
-    })
+    let Some(limits) = job.target.limits else {
+        return Ok(None);
+    };
+    let cap = limits.request_cap();
+    let scanned = fragkit_core::layout::walk::map_path(&job.path, true)
+        .map_err(|e| anyhow::anyhow!("{e} (predicting its device requests)"))?;
+    let runs = scanned.layout.data_runs();
+    let round_to = job.target.limits.map_or(512, |l| l.logical_block_size);
+    let iteration = |i: u32| {
+        fragkit_core::io::planned_requests(spec, job.region_size, round_to, spec.warmup + i)
+    };
+    let split_each: Vec<u64> = (0..job.iterations.len() as u32)
+        .map(|i| fragkit_core::metrics::planned_request_count(&runs, &iteration(i), cap))
+        .collect();
+    let whole = [fragkit_core::layout::model::Fragment {
+        logical: 0,
+        physical: 0,
+        length: scanned.layout.size,
+        extents: 1,
+    }];
+    let first = iteration(0);
+    // Unfragmented: the same requests over one run covering the file, holes excepted.
+    let ideal = first
+        .iter()
+        .filter(|&&(o, n)| {
+            fragkit_core::metrics::range_request_count(&runs, o, o.saturating_add(n), n.max(1))
+                .ideal
+                > 0
+        })
+        .map(|&(o, n)| fragkit_core::metrics::planned_request_count(&whole, &[(o, n)], cap))
+        .sum();
+    Ok(Some(LayoutPrediction {
+        request_size: job.target.effective_request_size.unwrap_or(cap),
+        split: split_each.first().copied().unwrap_or(0),
+        ideal,
+        split_each,
+    }))
 }

@@ -194,8 +194,8 @@ pub fn run(spec: &SweepSpec, on_point: &mut dyn FnMut(&SweepPoint)) -> Result<Sw
             job.block_size = spec.request_size;
             job.iterations = spec.iterations;
             let result = run_job(&job)?;
-            let prediction = super::predict_requests(&result);
-            if let Some(p) = prediction {
+            let prediction = super::predict_requests(&job, &result)?;
+            if let Some(p) = &prediction {
                 effective = p.request_size;
             }
             let point = SweepPoint {
@@ -205,8 +205,8 @@ pub fn run(spec: &SweepSpec, on_point: &mut dyn FnMut(&SweepPoint)) -> Result<Sw
                 fragments: layout.achieved.fragments,
                 size_fidelity: layout.size_fidelity,
                 distance_fidelity: layout.distance_fidelity,
-                predicted_split: prediction.map_or(0, |p| p.split),
-                predicted_ideal: prediction.map_or(0, |p| p.ideal),
+                predicted_split: prediction.as_ref().map_or(0, |p| p.split),
+                predicted_ideal: prediction.as_ref().map_or(0, |p| p.ideal),
                 device_reads: result.device_mean(|d| d.reads),
                 device_read_bytes: result.device_mean(|d| d.read_bytes),
                 mb_per_s: result.mb_per_s,

@@ -87,7 +87,7 @@ pub struct Bench {
 pub struct BenchJob {
     pub path: PathBuf,
     pub iterations: Vec<BenchIteration>,
-    /// S(R) and I(R) from the file's layout (whole sequential reads only).
+    /// The device requests the file's layout predicts (O_DIRECT reads).
     pub layout: Option<BenchLayout>,
     /// `bench read --model`: the job's reads on the modeled SSD.
     #[serde(default)]
@@ -101,6 +101,9 @@ pub struct BenchIteration {
     pub seconds: f64,
     /// The device's counters (None when no block device is under the file).
     pub device: Option<BenchDevice>,
+    /// The device's counters while the file's mapping was read back before the pass.
+    #[serde(default)]
+    pub mapping: Option<BenchDevice>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

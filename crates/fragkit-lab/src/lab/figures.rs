@@ -97,6 +97,7 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
     let work = mp.join("work");
     let mut reads = Vec::new();
     let mut reads_each = Vec::new();
+    let mut mapping = Vec::new();
     let mut mbps = Vec::new();
     let (mut bytes, mut requests) = (0, 0);
     let mut predicted: Option<u64> = None;
@@ -110,7 +111,7 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
         if jobs.is_empty() {
             bail!("bench read: no job read {}", work.display());
         }
-        let (mut b, mut secs, mut d, mut q) = (0u64, 0f64, 0u64, 0u64);
+        let (mut b, mut secs, mut d, mut q, mut m) = (0u64, 0f64, 0u64, 0u64, 0u64);
         for j in &jobs {
             let it = j
                 .iterations
@@ -120,7 +121,9 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
             q += it.requests;
             secs += it.seconds;
             d += it.device.as_ref().map_or(0, |d| d.reads);
+            m += it.mapping.as_ref().map_or(0, |d| d.reads);
         }
+        mapping.push(m as f64);
         bytes = b;
         requests = q;
         reads.push(d as f64);
@@ -153,6 +156,7 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
         device_reads: fragkit_core::stats::mean(&reads),
         device_reads_each: reads_each,
         predicted_device_reads: predicted,
+        mapping_reads: fragkit_core::stats::mean(&mapping),
         mb_per_s: fragkit_core::stats::trimmed_mean(&mbps),
         mb_per_s_cov: fragkit_core::stats::cov(&mbps),
         mb_per_s_each: mbps,

@@ -189,8 +189,13 @@ pub struct WorkloadFigures {
     pub device_reads: f64,
     /// The same per round.
     pub device_reads_each: Vec<u64>,
-    /// What fragkit's layout model predicts for those (sequential and stride patterns).
+    /// What fragkit's layout model predicts for those: the workload's requests split
+    /// where the files' data runs end (round 1's; the same in every round).
     pub predicted_device_reads: Option<u64>,
+    /// Device reads before each pass to read the files' mapping back after the cache
+    /// drop (extent trees; btrfs checksum items), mean per round: metadata, counted
+    /// apart from `device_reads`.
+    pub mapping_reads: f64,
     pub mb_per_s: f64,
     pub mb_per_s_cov: f64,
     pub mb_per_s_each: Vec<f64>,
