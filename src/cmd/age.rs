@@ -10,6 +10,9 @@ use crate::report::{self, age as out};
 pub fn run(action: AgeAction) -> Result<i32> {
     match action {
         AgeAction::Layout(a) => {
+            // Stop between pieces on SIGINT/SIGTERM: the filler, the half-made target and
+            // the knobs go back through the normal error path.
+            crate::sys::signals::interrupt_flag(true);
             let spec = age::layout::LayoutSpec {
                 path: a.file,
                 size: a.size,

@@ -188,6 +188,8 @@ fn run_sweep(a: BenchSweepArgs) -> Result<i32> {
     use crate::bench::sweep::{self, SweepSpec};
     use crate::report::bench_runs as runs;
     crate::scratch::require_root("bench sweep")?;
+    // Stop between points on SIGINT/SIGTERM; the scratch file system goes with the error.
+    crate::sys::signals::interrupt_flag(true);
     let spec = SweepSpec {
         fs: a.fs,
         size: a.size,
@@ -293,6 +295,8 @@ fn run_dof(a: BenchDofArgs) -> Result<i32> {
     use crate::bench::dof::{self, DofSpec};
     use crate::report::bench_runs as runs;
     crate::scratch::require_root("bench dof")?;
+    // Stop between points on SIGINT/SIGTERM; the scratch file system goes with the error.
+    crate::sys::signals::interrupt_flag(true);
     let spec = DofSpec {
         fs: a.fs,
         size: a.size,
@@ -330,6 +334,8 @@ fn run_dof(a: BenchDofArgs) -> Result<i32> {
 
 fn run_paf(a: BenchPafArgs) -> Result<i32> {
     if !a.mpi {
+        // Stop between runs on SIGINT/SIGTERM; the cell's scratch goes with the error.
+        crate::sys::signals::interrupt_flag(true);
         return run_paf_on(a, None);
     }
     let cluster = crate::cluster::Cluster::init()?;

@@ -1,10 +1,10 @@
 //! SIGINT and SIGTERM. During `defrag` the first one stops the run from starting further
 //! ranges: the moves in flight finish, are made durable and verified, the file-system knobs
 //! the run set are put back, and the report lists what was not started as `interrupted`,
-//! exit 1. A second one, or one during a command that cannot stop cleanly (`age`), ends the
-//! process, but only after the signal handler put every knob back. Before, the default
-//! action killed the process: no report, and full mode's mb_max_to_scan (or aging's
-//! reserved_clusters) stayed as set until the next mount.
+//! exit 1. A second one ends the process, but only after the signal handler put every knob
+//! back. `age layout`, `lab`, `bench dof` and `bench sweep` stop at their next step and
+//! leave nothing behind: filler files, half-made targets, scratch file systems, loop
+//! devices and images go the way an error takes them.
 
 use crate::common;
 
@@ -154,7 +154,7 @@ fn second_sigint_ends_defrag_with_the_knob_put_back() {
 /// SIGTERM during `age layout`, which sets ext4's reserved_clusters to 0 while it fills the
 /// file system: the process ends by the signal and the knob reads its old value.
 #[test]
-fn sigterm_during_aging_puts_reserved_clusters_back() {
+fn sigterm_during_aging_removes_its_filler_and_puts_reserved_clusters_back() {
     let s = scratch(FsType::Ext4, 1 << 30, &[]);
     let knob = format!("/sys/fs/ext4/{}/reserved_clusters", s.device_name());
     let before = std::fs::read_to_string(&knob).unwrap();
@@ -179,7 +179,201 @@ fn sigterm_during_aging_puts_reserved_clusters_back() {
     // SAFETY: kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    // It stops between pieces and ends through its error path (exit 2), which puts the
+    // knob back and removes the filler and the half-made target.
+    assert_eq!(status.code(), Some(2), "{status:?}");
     assert_eq!(std::fs::read_to_string(&knob).unwrap(), before);
+    let left: Vec<_> = std::fs::read_dir(s.mountpoint())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "lost+found")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let free = nix::sys::statvfs::statvfs(s.mountpoint()).unwrap();
+    let used = (free.blocks() - free.blocks_free()) * free.fragment_size();
+    assert!(
+        used < 64 << 20,
+        "{used} bytes still used after the filler went"
+    );
     s.destroy().unwrap();
+}
+
+/// Loop devices whose backing file lies under `dir`, and mounts under it: what a run with
+/// its images in `dir` left behind.
+fn left_under(dir: &std::path::Path) -> Vec<String> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut left = Vec::new();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let backing = std::fs::read_to_string(e.path().join("loop/backing_file"));
+        if let Ok(b) = backing {
+            if std::path::Path::new(b.trim_end()).starts_with(&dir) {
+                left.push(format!("loop device {name} over {}", b.trim_end()));
+            }
+        }
+    }
+    for line in std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+    {
+        let mp = line.split(' ').nth(4).unwrap_or("");
+        if std::path::Path::new(mp).starts_with(&dir) {
+            left.push(format!("mount {mp}"));
+        }
+    }
+    left
+}
+
+/// Lines in the lab's step-times file: how many steps have finished.
+fn steps_done(out: &std::path::Path) -> usize {
+    std::fs::read_to_string(out.join("logs/steps.times"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+/// `lab` stops on SIGINT to its process group (Ctrl-C: the running step gets it too) and
+/// on SIGTERM to the lab alone (the lab stops the running step), says so, exits 2 and
+/// leaves no loop device, mount or image behind, whichever step was running.
+#[test]
+fn lab_tears_down_what_it_made_on_sigint_and_sigterm() {
+    use std::os::unix::process::CommandExt;
+    // (signal, to the whole group, steps finished before it is sent): during the first
+    // clones, and later during the workload's rounds.
+    for (sig, group, after) in [(libc::SIGINT, true, 6), (libc::SIGTERM, false, 12)] {
+        let images = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+            .args(["lab", "--size", "512M", "--out"])
+            .arg(out.path().join("lab"))
+            .arg("--scratch-dir")
+            .arg(images.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while steps_done(&out.path().join("lab")) < after {
+            assert!(
+                t0.elapsed() < Duration::from_secs(240),
+                "lab did not reach step {after}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = child.id() as i32;
+        let target = if group { -pid } else { pid };
+        // SAFETY: kill(2) on our own child (or its own process group).
+        assert_eq!(unsafe { libc::kill(target, sig) }, 0);
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "signal {sig}: {err}");
+        assert!(
+            err.contains("interrupted by SIGINT or SIGTERM"),
+            "signal {sig}: {err}"
+        );
+        assert_eq!(
+            left_under(images.path()),
+            Vec::<String>::new(),
+            "signal {sig}: {err}"
+        );
+        let rest: Vec<_> = std::fs::read_dir(images.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(rest.is_empty(), "signal {sig}: left {rest:?}; {err}");
+    }
+}
+
+/// `bench dof`, `bench sweep` and `bench paf` on SIGTERM (and SIGINT) stop between runs
+/// and take their scratch file system down with them: no loop device, mount or directory
+/// left in $TMPDIR.
+#[test]
+fn bench_dof_sweep_and_paf_tear_down_on_sigint_and_sigterm() {
+    let outputs = tempfile::tempdir().unwrap();
+    let csv = outputs
+        .path()
+        .join("paf.csv")
+        .to_string_lossy()
+        .into_owned();
+    let runs: [(Vec<&str>, i32); 3] = [
+        (vec!["bench", "dof", "--iterations", "200"], libc::SIGTERM),
+        (
+            vec![
+                "bench",
+                "sweep",
+                "--iterations",
+                "50",
+                "--frag-size",
+                "4K,8K,16K",
+                "--frag-distance",
+                "4K,64K",
+            ],
+            libc::SIGINT,
+        ),
+        (
+            vec![
+                "bench",
+                "paf",
+                "--capacities",
+                "40",
+                "--frag",
+                "50",
+                "--xfer",
+                "1M",
+                "--iterations",
+                "200",
+                "--fs-size",
+                "256M",
+                "--bench-size",
+                "32M",
+                "--file-size",
+                "4M",
+                "--csv",
+                &csv,
+            ],
+            libc::SIGTERM,
+        ),
+    ];
+    for (args, sig) in runs {
+        let tmp = tempfile::tempdir().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+            .args(&args)
+            .env("TMPDIR", tmp.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Until its scratch file system is mounted.
+        let t0 = Instant::now();
+        while !left_under(tmp.path())
+            .iter()
+            .any(|l| l.starts_with("mount"))
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{args:?}: no scratch mounted"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("interrupted by SIGINT or SIGTERM"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(left_under(tmp.path()), Vec::<String>::new(), "{args:?}");
+        let rest: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(rest.is_empty(), "{args:?}: left {rest:?}");
+    }
 }

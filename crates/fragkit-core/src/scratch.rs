@@ -559,10 +559,10 @@ fn teardown(info: &ScratchInfo) -> Result<()> {
             }
         }
     }
-    if !info.loop_device.as_os_str().is_empty()
-        && loop_backing_file(&info.loop_device).as_deref() == Some(info.image.as_path())
-    {
-        if let Err(e) = run(Command::new("losetup").arg("-d").arg(&info.loop_device)) {
+    // Every loop device over the image, not only the marker's: a run ended between
+    // attaching the device and recording it leaves one the marker does not name.
+    for dev in loops_backed_by(&info.image) {
+        if let Err(e) = run(Command::new("losetup").arg("-d").arg(&dev)) {
             problems.push(e.to_string());
         }
     }
@@ -574,6 +574,57 @@ fn teardown(info: &ScratchInfo) -> Result<()> {
     }
     if problems.is_empty() {
         Ok(())
+    } else {
+        bail!("{}", problems.join("; "))
+    }
+}
+
+/// The loop devices whose backing file is `image`.
+fn loops_backed_by(image: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let dev = PathBuf::from(format!("/dev/{name}"));
+            (name.starts_with("loop") && loop_backing_file(&dev).as_deref() == Some(image))
+                .then_some(dev)
+        })
+        .collect()
+}
+
+/// Tear down every scratch file system whose marker lies in `dir` or in a directory
+/// right under it, mounted or not: what a run stopped while it was making or using one
+/// leaves behind (the marker is written before the image, the loop device and the
+/// mount). A marker that does not describe the directory it lies in is left alone.
+/// Returns how many were torn down.
+pub fn sweep(dir: &Path) -> Result<usize> {
+    let mut dirs = vec![dir.to_path_buf()];
+    if let Ok(entries) = fs::read_dir(dir) {
+        dirs.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    let mut torn = 0;
+    let mut problems = Vec::new();
+    for d in dirs {
+        let Ok(text) = fs::read_to_string(d.join(MARKER)) else {
+            continue;
+        };
+        let Ok(info) = serde_json::from_str::<ScratchInfo>(&text) else {
+            continue;
+        };
+        let same = |a: &Path, b: &Path| a.canonicalize().ok() == b.canonicalize().ok();
+        if !same(&info.dir, &d) || info.image.parent() != Some(info.dir.as_path()) {
+            continue;
+        }
+        match teardown(&info) {
+            Ok(()) => torn += 1,
+            Err(e) => problems.push(format!("{}: {e:#}", d.display())),
+        }
+    }
+    if problems.is_empty() {
+        Ok(torn)
     } else {
         bail!("{}", problems.join("; "))
     }

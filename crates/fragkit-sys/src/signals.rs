@@ -145,6 +145,15 @@ fn install(restart: bool) {
     }
 }
 
+/// Whether SIGINT or SIGTERM arrived since [`interrupt_flag`] routed them to the flag
+/// (false when nothing did): what a loop deep in a command checks between its steps.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// What a command stopped by [`interrupted`] says.
+pub const INTERRUPTED_MESSAGE: &str = "interrupted by SIGINT or SIGTERM";
+
 /// Route SIGINT and SIGTERM to the flag returned. `restart`: system calls the signal
 /// arrives in are restarted (SA_RESTART; what a command that only polls the flag between
 /// steps wants); without it a blocking wait returns EINTR, so a loop waiting for events

@@ -334,6 +334,8 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
         _ => Technique::Interleave,
     };
     let _ = fs::remove_file(&spec.path);
+    // A target this run did not finish is not left behind.
+    let mut target_guard = RemoveOnDrop(vec![spec.path.clone()]);
     let pb = spec.progress.then(|| super::progress_bar(n, "age layout"));
     match technique {
         Technique::FillAndPunch => {
@@ -364,6 +366,7 @@ pub fn build(spec: &LayoutSpec) -> Result<LayoutReport> {
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
+    target_guard.0.clear();
     let achieved = check_file(&spec.path)?;
     let (size_fidelity, distance_fidelity) = fidelity(
         &achieved.runs,
@@ -434,6 +437,7 @@ fn interleave(spec: &LayoutSpec, dir: &Path, pb: Option<&indicatif::ProgressBar>
     let mut off = 0u64;
     let mut spacer_off = anchor as u64;
     while off < spec.size {
+        stop_if_interrupted()?;
         let len = spec.frag_size.min(spec.size - off) as usize;
         write_all_at(&target, &buf.as_slice()[..len], off)
             .with_context(|| format!("{}: write", spec.path.display()))?;
@@ -500,6 +504,7 @@ fn reflink(
         .open(&spec.path)
         .with_context(|| format!("{}: cannot create", spec.path.display()))?;
     for k in 0..n {
+        stop_if_interrupted()?;
         let len = f.min(spec.size - k * f);
         fragkit_sys::clone::clone_range(&src, k * stride, len, &target, k * f)
             .map_err(|e| io_err(e, &spec.path, "FICLONERANGE"))?;
@@ -540,12 +545,23 @@ fn write_pattern(spec: &LayoutSpec, pattern_path: &Path, magic: u64, span: u64) 
         Ok(())
     };
     for k in 0..n {
+        stop_if_interrupted()?;
         write_piece(k * stride, f.min(spec.size - k * f))?;
         if k + 1 < n {
             write_piece(k * stride + f, d)?;
         }
     }
     pattern.sync_all()?;
+    Ok(())
+}
+
+/// Err once SIGINT or SIGTERM arrived (when the command routed them to the flag): the
+/// error unwinds through the guards, which remove the filler, pattern and spacer files,
+/// the half-made target, and put the file-system knobs back.
+fn stop_if_interrupted() -> Result<()> {
+    if fragkit_sys::signals::interrupted() {
+        bail!(fragkit_sys::signals::INTERRUPTED_MESSAGE);
+    }
     Ok(())
 }
 
@@ -580,6 +596,7 @@ fn fill_free_space(fill_dir: &Path, bs: u64) -> Result<(PathBuf, File)> {
         .with_context(|| format!("{}: cannot create filler", path.display()))?;
     let mut end = f.metadata()?.len();
     while chunk >= bs {
+        stop_if_interrupted()?;
         match allocate(&f, end, chunk) {
             Ok(()) => end += chunk,
             Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
@@ -658,6 +675,7 @@ fn fill_and_punch(
             .custom_flags(libc::O_DIRECT)
             .open(work.join("holes"))?;
         for k in 0..n.saturating_sub(1) {
+            stop_if_interrupted()?;
             write_all_at(
                 &pattern,
                 &spacer_buf.as_slice()[..d as usize],
@@ -693,6 +711,7 @@ fn fill_and_punch(
     let buf = seeded_buf(f as usize, spec.seed);
     let mut next_reserve = 0usize;
     for k in 0..n {
+        stop_if_interrupted()?;
         let len = len_of(k);
         punch_hole(&holes, k * stride, len).with_context(|| format!("freeing hole {k}"))?;
         // Freed blocks are reusable only once the journal has committed the free.

@@ -110,6 +110,9 @@ pub fn run(spec: &DofSpec, on_point: &mut dyn FnMut(&DofPoint)) -> Result<DofRep
         })
         .with_context(|| format!("bench dof: laying out DoF {dof}"))?;
         for &qd in &spec.queue_depths {
+            if fragkit_sys::signals::interrupted() {
+                anyhow::bail!(fragkit_sys::signals::INTERRUPTED_MESSAGE);
+            }
             let mut job = JobSpec::new(&path, Op::Read);
             job.block_size = spec.request_size;
             job.queue_depth = qd;

@@ -459,6 +459,11 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
         let mut per_op: [(Vec<f64>, Vec<f64>); 2] = Default::default();
         let mut frags = Vec::new();
         for _ in 0..spec.iterations {
+            // One process: stop between runs, the cell's scratch file system torn down on
+            // the way out (ranks under MPI stop together through the launcher instead).
+            if fragkit_sys::signals::interrupted() {
+                anyhow::bail!(fragkit_sys::signals::INTERRUPTED_MESSAGE);
+            }
             let _ = std::fs::remove_file(&path);
             fragkit_sys::sync::syncfs(&mnt)?;
             for (k, op) in [Op::Write, Op::Read].into_iter().enumerate() {

@@ -171,6 +171,9 @@ pub fn run(spec: &SweepSpec, on_point: &mut dyn FnMut(&SweepPoint)) -> Result<Sw
     let mut effective = spec.request_size;
     for &f in &spec.frag_sizes {
         for &d in &spec.frag_distances {
+            if fragkit_sys::signals::interrupted() {
+                anyhow::bail!(fragkit_sys::signals::INTERRUPTED_MESSAGE);
+            }
             let _ = std::fs::remove_file(&path);
             nix::unistd::sync();
             let layout = build(&LayoutSpec {

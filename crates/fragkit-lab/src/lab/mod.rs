@@ -315,6 +315,9 @@ struct Scratches {
     keep: bool,
     /// The images directory the lab made itself, removed once the images are gone.
     images: Option<PathBuf>,
+    /// Every directory a scratch file system of this run was asked for, made or not: a
+    /// step stopped while making one leaves its marker, image or loop device there.
+    dirs: Vec<PathBuf>,
 }
 
 impl Drop for Scratches {
@@ -340,6 +343,17 @@ impl Drop for Scratches {
                     m.display(),
                     m.display()
                 );
+            }
+        }
+        for d in &self.dirs {
+            match fragkit_core::scratch::sweep(d) {
+                Ok(0) => {}
+                Ok(n) => fragkit_sys::stderr_line!(
+                    "fragkit lab: tore down {n} half-made scratch file system{} in {}",
+                    if n == 1 { "" } else { "s" },
+                    d.display()
+                ),
+                Err(e) => fragkit_sys::stderr_line!("fragkit lab: {}: {e:#}", d.display()),
             }
         }
         if let Some(dir) = &self.images {
@@ -454,6 +468,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         mounts: Vec::new(),
         keep: spec.keep,
         images: images_made.then(|| images.clone()),
+        dirs: vec![images.join("base")],
     };
     let rs = spec.workload.request_size();
     let rs_arg = short_size(rs);
@@ -490,6 +505,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     // The untouched state is measured on a clone too, so every state measured is an image
     // made the same way (a sequential copy), unlike the image the file system wrote itself.
     let mut clone = |r: &mut Runner, var: &str| -> Result<PathBuf> {
+        scratches.dirs.push(images.join(var.to_lowercase()));
         let mp = steps::clone_scratch(r, &base, &images, var)?.mountpoint;
         scratches.mounts.push(mp.clone());
         Ok(mp)

@@ -2,10 +2,11 @@
 //! report comes from a command a user can type, and the report can list them exactly.
 
 use std::fs;
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Read};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -36,7 +37,15 @@ pub struct Runner {
     bar: ProgressBar,
     /// The next step's stdin when not /dev/null (a terminal, see `tool_output`).
     stdin: Option<OwnedFd>,
+    /// Set by SIGINT or SIGTERM: the running step is stopped and no other starts, so
+    /// the lab ends through its normal path and tears its scratch file systems down.
+    stop: &'static AtomicBool,
 }
+
+/// How long a step stopped with SIGTERM gets to end before SIGKILL.
+const STEP_GRACE: Duration = Duration::from_secs(10);
+/// How often a running step is checked for its end and for a stop.
+const STEP_POLL: Duration = Duration::from_millis(20);
 
 impl Runner {
     pub fn new(out: &Path, planned_steps: u64) -> Result<Runner> {
@@ -62,7 +71,13 @@ impl Runner {
             steps: Vec::new(),
             bar,
             stdin: None,
+            stop: fragkit_sys::signals::interrupt_flag(true),
         })
+    }
+
+    /// Whether SIGINT or SIGTERM asked the lab to stop.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
     }
 
     /// The output directory every step writes under.
@@ -190,6 +205,9 @@ impl Runner {
         output: Option<&str>,
         ok: &[i32],
     ) -> Result<String> {
+        if self.stopped() {
+            bail!("{INTERRUPTED} before step '{name}'");
+        }
         let n = self.steps.len() + 1;
         self.bar.set_message(name.to_string());
         let slug: String = name
@@ -200,7 +218,7 @@ impl Runner {
         let log_file = fs::File::create(self.out.join(&log))?;
         let t = Instant::now();
         let started = epoch_seconds();
-        let child = Command::new(program)
+        let mut child = Command::new(program)
             .args(args)
             .stdin(match self.stdin.as_ref().map(OwnedFd::try_clone) {
                 Some(fd) => Stdio::from(fd?),
@@ -210,14 +228,37 @@ impl Runner {
             .stderr(Stdio::from(log_file))
             .spawn()
             .map_err(|e| anyhow!("{}: cannot run: {e}", program.display()))?;
-        let result = child.wait_with_output()?;
+        // Read stdout beside the wait, so a full pipe never stalls the step.
+        let mut pipe = child.stdout.take().context("step's stdout")?;
+        let reader = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes).map(|_| bytes)
+        });
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if self.stopped() {
+                stop_child(&mut child);
+                let _ = reader.join();
+                bail!("{INTERRUPTED} during step '{name}'");
+            }
+            std::thread::sleep(STEP_POLL);
+        };
+        let stdout_bytes = reader
+            .join()
+            .map_err(|_| anyhow!("{name}: reading its output failed"))??;
+        if self.stopped() {
+            // The signal may have reached the step too (Ctrl-C goes to the whole group).
+            bail!("{INTERRUPTED} during step '{name}'");
+        }
         let seconds = t.elapsed().as_secs_f64();
-        let stdout = String::from_utf8_lossy(&result.stdout).into_owned();
+        let stdout = String::from_utf8_lossy(&stdout_bytes).into_owned();
         let output = output.map(|o| format!("data/{o}"));
         if let Some(o) = &output {
             fs::write(self.out.join(o), &stdout)?;
         }
-        let code = result.status.code().unwrap_or(-1);
+        let code = status.code().unwrap_or(-1);
         // As reproduce.sh notes its steps: `lab --report-only` reads the times back.
         {
             use std::io::Write as _;
@@ -252,6 +293,24 @@ impl Runner {
         self.say(&format!("  done  {name} ({seconds:.1} s)"));
         Ok(stdout)
     }
+}
+
+/// What an error says when SIGINT or SIGTERM stopped the lab.
+pub const INTERRUPTED: &str = "interrupted by SIGINT or SIGTERM";
+
+/// End a step: SIGTERM (commands that can stop cleanly do), SIGKILL after STEP_GRACE.
+fn stop_child(child: &mut std::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let t = Instant::now();
+    while t.elapsed() < STEP_GRACE {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(STEP_POLL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 fn epoch_seconds() -> f64 {
