@@ -775,7 +775,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         summary.sync_ms += t.elapsed().as_millis() as u64;
     }
     if opts.verify && file_moved > 0 {
-        let failed = verify_moved(&ctx.sums, &file, &mut results, &checks);
+        let failed = verify_moved(&ctx.sums, &file, path, &mut results, &checks);
         summary.verify_failures += failed;
         summary.ranges_failed += failed;
         summary.ranges_moved -= failed;
@@ -1029,18 +1029,6 @@ fn open_target(path: &Path, key: (u64, u64)) -> std::result::Result<(File, File)
     Ok((file, dir))
 }
 
-fn stamp(f: &File) -> Option<(i64, i64, i64, i64, u64)> {
-    f.metadata().ok().map(|m| {
-        (
-            m.mtime(),
-            m.mtime_nsec(),
-            m.ctime(),
-            m.ctime_nsec(),
-            m.size(),
-        )
-    })
-}
-
 /// What every range of one file is moved with.
 struct MoveCtx<'a> {
     path: &'a Path,
@@ -1141,7 +1129,7 @@ fn migrate_one(
     res.planned_pieces = pieces.as_ref().map(Vec::len);
     let size = file.metadata().map(|m| m.size()).unwrap_or(0);
     // mtime/ctime change with writes, not with a migration of unchanged data.
-    let stamp_before = stamp(file);
+    let stamp_before = migrate::stamp(file);
     let before = if ctx.verify {
         match ctx.sums.hash_before(offset, length) {
             Ok(h) => Some(h),
@@ -1167,9 +1155,21 @@ fn migrate_one(
     movelog::begin(ctx.path, offset, length);
     let outcome = ctx.migrator.migrate(&target, offset, length);
     movelog::end(ctx.path, offset, length, outcome_word(&outcome));
+    let mut stamp_to_verify = stamp_before;
     match outcome {
-        Ok(RangeOutcome::Moved { judged, .. }) => {
+        Ok(RangeOutcome::Moved {
+            judged, restamped, ..
+        }) => {
             res.judged = Some(judged);
+            if let Some(r) = restamped {
+                // The primitive changed the times itself: another writer shows as a change
+                // between our stamp and its start; after it, the times it left are the base.
+                if r.began != stamp_before {
+                    res.reason = Some("file changed concurrently; checksum not comparable".into());
+                    return (res, None);
+                }
+                stamp_to_verify = r.ended;
+            }
             if !judged.better() {
                 // Only where the kernel chose the space (btrfs, f2fs, rewrite): the move
                 // is done and cannot be taken back; say so.
@@ -1184,7 +1184,7 @@ fn migrate_one(
     }
     let checked = before.map(|hash| Checked {
         hash,
-        stamp: stamp_before,
+        stamp: stamp_to_verify,
     });
     (res, checked)
 }
@@ -1216,7 +1216,7 @@ fn worse(f: &FileResult, mode: &Mode) -> Option<String> {
 /// What a moved range looked like before: compared after the file's last range.
 struct Checked {
     hash: u64,
-    stamp: Option<(i64, i64, i64, i64, u64)>,
+    stamp: Option<migrate::Stamp>,
 }
 
 /// Read every moved range back from the device (one writeback and cache drop per file)
@@ -1224,6 +1224,7 @@ struct Checked {
 fn verify_moved(
     sums: &verify::Sums<'_>,
     file: &File,
+    path: &Path,
     results: &mut [RangeResult],
     checks: &[Option<Checked>],
 ) -> u64 {
@@ -1241,11 +1242,12 @@ fn verify_moved(
         .filter(|(_, c)| c.is_some())
         .map(|(r, _)| (r.offset, r.length))
         .collect();
+    movelog::verifying(path, wanted.len());
     let mut hashes = sums.hash_after_all(&wanted).into_iter();
     // Stamped after the reads: a write that landed in them shows here (a stamp taken
     // before the reads missed writes made between it and the read: a false VERIFY
     // FAILED with a concurrent writer, tests/defrag_fs.rs concurrent_writer_ext4).
-    let now = stamp(file);
+    let now = migrate::stamp(file);
     for (r, c) in results.iter_mut().zip(checks) {
         let Some(c) = c else { continue };
         let Some(hashed) = hashes.next() else { break };

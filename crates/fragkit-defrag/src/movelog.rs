@@ -6,7 +6,13 @@
 //! ```text
 //! begin <CLOCK_MONOTONIC ns> <write_bytes> <offset> <length> <path>
 //! end <CLOCK_MONOTONIC ns> <write_bytes> <offset> <length> <status> <path>
+//! verify <CLOCK_MONOTONIC ns> <write_bytes> <ranges> <path>
 //! ```
+//!
+//! `verify`: the file's moved ranges are on the device and about to be read back. With
+//! FRAGKIT_MOVE_LOG_STOP set as well, the process then stops itself (SIGSTOP) until
+//! continued, so a test can change the device under the moved data in between and check
+//! that verification reports it.
 //!
 //! write_bytes is /proc/self/io's (bytes this process caused to be written, counted when it
 //! dirties pages): a harness reading /proc/PID/io just before its kill sees whether data of
@@ -18,6 +24,7 @@ use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 pub const ENV: &str = "FRAGKIT_MOVE_LOG";
+pub const STOP_ENV: &str = "FRAGKIT_MOVE_LOG_STOP";
 
 fn log() -> Option<&'static Mutex<File>> {
     static LOG: OnceLock<Option<Mutex<File>>> = OnceLock::new();
@@ -74,5 +81,15 @@ pub fn begin(path: &Path, offset: u64, length: u64) {
 pub fn end(path: &Path, offset: u64, length: u64, status: &str) {
     if log().is_some() {
         record("end", format_args!("{offset} {length} {status}"), path);
+    }
+}
+
+/// A file's `ranges` moved ranges are written back and about to be read back.
+pub fn verifying(path: &Path, ranges: usize) {
+    if log().is_some() {
+        record("verify", format_args!("{ranges}"), path);
+        if std::env::var_os(STOP_ENV).is_some() {
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
+        }
     }
 }

@@ -55,6 +55,7 @@ impl Migrator for DefragRange {
         Ok(RangeOutcome::Moved {
             bytes: length,
             judged: judge_result(t, offset, length)?,
+            restamped: None,
         })
     }
 }

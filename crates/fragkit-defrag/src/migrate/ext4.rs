@@ -45,6 +45,7 @@ impl Migrator for MoveExt {
         Ok(RangeOutcome::Moved {
             bytes: length,
             judged,
+            restamped: None,
         })
     }
 }

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{judge_result, Migrator, RangeOutcome, Target};
+use super::{judge_result, stamp, Migrator, RangeOutcome, Restamp, Target};
 
 pub struct Defragment;
 
@@ -18,6 +18,7 @@ impl Migrator for Defragment {
         Ok(RangeOutcome::Moved {
             bytes: length,
             judged: judge_result(t, offset, length)?,
+            restamped: None,
         })
     }
 }
@@ -44,11 +45,16 @@ impl Migrator for Rewrite {
 
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
         let length = length.min(t.size.saturating_sub(offset));
+        let began = stamp(t.file);
         super::copy_range_data(t.file, t.file, offset, length)?;
         t.file.sync_all()?;
         Ok(RangeOutcome::Moved {
             bytes: length,
             judged: judge_result(t, offset, length)?,
+            restamped: Some(Restamp {
+                began,
+                ended: stamp(t.file),
+            }),
         })
     }
 }

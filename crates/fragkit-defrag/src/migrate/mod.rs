@@ -78,12 +78,44 @@ pub enum Goal {
     FewerFragments,
 }
 
+/// A file's mtime (s, ns), ctime (s, ns) and size: what any write changes.
+pub(crate) type Stamp = (i64, i64, i64, i64, u64);
+
+/// The file's stamp now (None when fstat fails).
+pub(crate) fn stamp(f: &File) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().ok().map(|m| {
+        (
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+            m.size(),
+        )
+    })
+}
+
+/// For a primitive that changes the file's times itself (xfs's commit, a rewrite): the
+/// stamp just as it began and just after it ended. The caller compares `began` with its
+/// own stamp from before the checksum (a difference is another writer) and checks the
+/// read-back against `ended`, so a mismatch is not excused by the primitive's own change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Restamp {
+    pub began: Option<Stamp>,
+    pub ended: Option<Stamp>,
+}
+
 /// What happened to one range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RangeOutcome {
     /// Moved; bytes the migration wrote (data copied by the kernel), and how the range's
-    /// counts changed (judged on the donor before the move, or on the result after it).
-    Moved { bytes: u64, judged: Judgement },
+    /// counts changed (judged on the donor before the move, or on the result after it);
+    /// `restamped` when the primitive itself changed the file's times.
+    Moved {
+        bytes: u64,
+        judged: Judgement,
+        restamped: Option<Restamp>,
+    },
     /// Left alone, for the reason given.
     Skipped(Skip),
 }

@@ -16,7 +16,7 @@ use std::os::unix::fs::FileExt;
 
 use anyhow::Result;
 
-use super::{judge_mapped, Migrator, RangeOutcome, Target};
+use super::{judge_mapped, stamp, Migrator, RangeOutcome, Restamp, Target};
 use fragkit_sys::alloc::{allocate, punch_hole};
 use fragkit_sys::fsinfo::{FsInfo, EXT4_MAGIC, XFS_MAGIC};
 
@@ -30,6 +30,7 @@ impl Migrator for Rewrite {
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
         let length = length.min(t.size.saturating_sub(offset));
         let r = t.request_size.max(t.block_size);
+        let began = stamp(t.file);
         let mut data = Vec::new();
         let mut at = offset;
         let end = offset + length;
@@ -55,6 +56,10 @@ impl Migrator for Rewrite {
         Ok(RangeOutcome::Moved {
             bytes: length,
             judged,
+            restamped: Some(Restamp {
+                began,
+                ended: stamp(t.file),
+            }),
         })
     }
 }

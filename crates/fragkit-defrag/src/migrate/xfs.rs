@@ -7,7 +7,8 @@ use anyhow::Result;
 use fragkit_sys::xfs_commit;
 
 use super::{
-    copy_range_data, donor_for, not_better, Migrator, RangeOutcome, Skip, SkipKind, Target,
+    copy_range_data, donor_for, not_better, stamp, Migrator, RangeOutcome, Restamp, Skip, SkipKind,
+    Target,
 };
 
 pub(crate) struct CommitRange;
@@ -27,6 +28,8 @@ impl Migrator for CommitRange {
             )));
         }
         for _attempt in 0..3 {
+            // The commit changes mtime and ctime; what they were as it began and right
+            // after let the caller tell its change from another writer's.
             let commit = match xfs_commit::start_commit(t.file) {
                 Ok(c) => c,
                 Err(e) => {
@@ -38,6 +41,7 @@ impl Migrator for CommitRange {
                     return Err(e.into());
                 }
             };
+            let began = stamp(t.file);
             let alloc_len = length.div_ceil(t.block_size) * t.block_size;
             let (staged, judged, _sinks) = match donor_for(t, offset, alloc_len)? {
                 Ok(d) => d,
@@ -49,6 +53,10 @@ impl Migrator for CommitRange {
                 return Ok(RangeOutcome::Moved {
                     bytes: length,
                     judged,
+                    restamped: Some(Restamp {
+                        began,
+                        ended: stamp(t.file),
+                    }),
                 });
             };
             if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
