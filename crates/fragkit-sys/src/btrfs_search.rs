@@ -184,8 +184,8 @@ mod tests {
     fn head_is_the_kernels_size_and_the_request_code_says_so() {
         assert_eq!(std::mem::size_of::<RawSearchHead>(), 112);
         // _IOWR: direction 3 in bits 30-31, size in bits 16-29, type 0x94, number 17.
-        let code = (3u64 << 30) | (112 << 16) | (0x94 << 8) | 17;
-        assert_eq!(code, BTRFS_IOC_TREE_SEARCH_V2 as u64);
+        let code: libc::c_ulong = (3 << 30) | (112 << 16) | (0x94 << 8) | 17;
+        assert_eq!(code, BTRFS_IOC_TREE_SEARCH_V2);
     }
 
     #[test]
