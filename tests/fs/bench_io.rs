@@ -498,3 +498,45 @@ fn ior_short_read_is_an_error_not_a_bandwidth() {
         "no read bandwidth printed"
     );
 }
+
+/// A rerun that writes over kept files starts from fresh ones (as IOR does): a 4 MiB run
+/// over a kept 8 MiB file leaves a 4 MiB file, and says it removed the old one. With
+/// nothing there it says nothing.
+#[test]
+fn ior_removes_existing_files_before_writing() {
+    let s = scratch(FsType::Ext4, 128 << 20, &[]);
+    let d = s.mountpoint().join("ior");
+    std::fs::create_dir(&d).unwrap();
+    let dir = d.to_string_lossy().to_string();
+    let write = |block: &str| {
+        fragkit(&[
+            "bench",
+            "ior",
+            &dir,
+            "--block",
+            block,
+            "--xfer",
+            "1M",
+            "--write",
+            "--keep",
+            "--iterations",
+            "1",
+            "--file-per-process",
+            "--direct",
+        ])
+    };
+    let first = write("8M");
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{err}");
+    assert!(!err.contains("removed"), "{err}");
+    let file = d.join("ior.00000000");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 8 << 20);
+    let second = write("4M");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{err}");
+    assert!(
+        err.contains("removed 1 existing file in") && err.contains("before writing"),
+        "{err}"
+    );
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 4 << 20);
+}

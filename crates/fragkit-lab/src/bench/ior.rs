@@ -198,6 +198,9 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
     let shift = read_shift(tasks, tpn, spec.reorder);
     let (my_path, my_offset) = place(spec, rank);
     let (read_path, read_offset) = place(spec, (rank + shift) % tasks);
+    if spec.write {
+        remove_stale(spec, cluster, &my_path)?;
+    }
     let mut iterations = Vec::new();
     let mut fragments = Vec::new();
     for &xfer in &spec.xfers {
@@ -280,6 +283,39 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
         summary,
         fragments,
     }))
+}
+
+/// Before the first write, the files a write phase will write are removed if they
+/// exist (as IOR does): a write over a kept, larger file would leave its old size and
+/// fragments, and a read of it would measure that. Root says how many went.
+fn remove_stale(spec: &IorSpec, cluster: &Cluster, my_path: &Path) -> Result<()> {
+    let mine = match spec.layout {
+        IorLayout::FilePerProcess => true,
+        IorLayout::SharedFile => cluster.is_root(),
+    };
+    let removed = cluster.agree(if mine {
+        match std::fs::remove_file(my_path) {
+            Ok(()) => Ok(1u64),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(anyhow::anyhow!(
+                "{}: exists and cannot be removed before writing: {e}",
+                my_path.display()
+            )),
+        }
+    } else {
+        Ok(0)
+    })?;
+    let total: u64 = cluster.all_gather_u64(removed).iter().sum();
+    if total > 0 && cluster.is_root() {
+        fragkit_sys::stderr_line!(
+            "bench ior: removed {total} existing file{} in {} before writing (as IOR does)",
+            if total == 1 { "" } else { "s" },
+            spec.dir.display()
+        );
+    }
+    // No rank writes before every stale file is gone.
+    cluster.barrier();
+    Ok(())
 }
 
 /// IOR's "Summary of all tests": one line per (operation, transfer size).
