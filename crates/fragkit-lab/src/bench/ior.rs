@@ -294,13 +294,18 @@ fn remove_stale(spec: &IorSpec, cluster: &Cluster, my_path: &Path) -> Result<()>
         IorLayout::SharedFile => cluster.is_root(),
     };
     let removed = cluster.agree(if mine {
-        match std::fs::remove_file(my_path) {
-            Ok(()) => Ok(1u64),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(anyhow::anyhow!(
-                "{}: exists and cannot be removed before writing: {e}",
+        match std::fs::symlink_metadata(my_path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0u64),
+            Ok(m) if !m.is_file() => Err(anyhow::anyhow!(
+                "{}: not a regular file; expected none there, or a file to replace",
                 my_path.display()
             )),
+            _ => std::fs::remove_file(my_path).map(|()| 1).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: exists and cannot be removed before writing: {e}",
+                    my_path.display()
+                )
+            }),
         }
     } else {
         Ok(0)
