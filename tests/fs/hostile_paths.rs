@@ -196,3 +196,49 @@ fn hostile_paths_are_data_not_code() {
         );
     }
 }
+
+/// A directory name that closes a `<script>` element and opens an `<img onerror>` is data
+/// in `map --out x.html`, not markup: the page's only `</script>` is its own, and the name
+/// comes back whole from the page's JSON.
+#[test]
+fn map_html_keeps_a_script_closing_name_inside_its_json() {
+    let s = scratch(fragkit::scratch::FsType::Ext4, 64 << 20, &[]);
+    // A path, not one name: "x<" holding "script><img src=x onerror=alert(2)><!--".
+    let name = "x</script><img src=x onerror=alert(2)><!--";
+    let dir = s.mountpoint().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    write_file(&dir.join("f"), 1 << 20, 3);
+    let page = s.mountpoint().join("page.html");
+    let out = fragkit(&[
+        "map",
+        &s.mountpoint().to_string_lossy(),
+        "--out",
+        &page.to_string_lossy(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches("</script>").count(),
+        1,
+        "one closing tag, the page's own"
+    );
+    assert!(!html.contains("<img src=x"), "the name became markup");
+    assert!(!html.contains("<!--"), "the name opened a comment");
+    let json = html
+        .split("<script>const M=")
+        .nth(1)
+        .and_then(|t| t.split(";\n").next())
+        .expect("the page's data");
+    let m: Value = serde_json::from_str(json).unwrap();
+    let texts: Vec<&str> = m["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(texts.iter().any(|t| t.contains(name)), "{texts:?}");
+}

@@ -415,7 +415,7 @@ pub fn write_html(
         "blocks_per_box": grid.blocks_per_box, "origin": map.origin, "gap": gap_text,
         "cells": cells, "texts": texts, "starts": starts, "offs": offs, "block_size": map.block_size,
     });
-    writeln!(out, "<script>const M={data};")?;
+    writeln!(out, "<script>const M={};", script_json(&data))?;
     writeln!(
         out,
         r#"const img=document.getElementById('map'),info=document.getElementById('info');
@@ -429,8 +429,41 @@ if(s>=0&&M.offs[s]>=0)t+=' | this box: file offset '+(M.offs[s]+Math.max(0,b-M.s
     )
 }
 
+/// JSON to paste inside a `<script>` element: `<`, `>` and `&` written as \u escapes
+/// (only strings can hold them, and there the escapes mean the same), so a name holding
+/// `</script>` or `<!--` cannot end or change the element; U+2028 and U+2029 as escapes
+/// too, which older JavaScript took for line ends inside strings.
+fn script_json(v: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for c in v.to_string().chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn script_json_cannot_end_the_script_element_and_means_the_same() {
+        let name = "x</script><img src=x onerror=alert(2)><!-- & \u{2028}";
+        let v = serde_json::json!({ "texts": [name] });
+        let text = super::script_json(&v);
+        assert!(
+            !text.contains('<') && !text.contains('>') && !text.contains('&'),
+            "{text}"
+        );
+        assert!(!text.contains('\u{2028}'), "{text}");
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, v);
+    }
+
     #[test]
     fn base64_matches_rfc4648() {
         assert_eq!(super::base64(b""), "");
