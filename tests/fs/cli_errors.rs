@@ -229,3 +229,55 @@ fn trace_output_directory_is_checked_before_the_command_runs() {
         "the traced command ran before -o was checked"
     );
 }
+
+/// Counts and sizes past what the machine or the file system can hold are refused in one
+/// line naming the option and the limit (threads-max, MemAvailable, free bytes), before
+/// anything is allocated or written: no allocation failure aborts the process.
+#[test]
+fn values_past_the_machines_limits_are_one_line_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    let h = dir.path().join("h").to_string_lossy().into_owned();
+    let huge = "100000000000";
+    let cases: [(Vec<&str>, &[&str]); 7] = [
+        (vec!["scan", "-j", huge, &d], &["--threads", "threads-max"]),
+        (
+            vec![
+                "age",
+                "fragpicker-synthetic",
+                "--files",
+                huge,
+                "--size",
+                "1M",
+                &d,
+            ],
+            &["--files", "free"],
+        ),
+        (
+            vec!["age", "hypothetical", "--stripe", "1000T", &h],
+            &["--stripe", "memory"],
+        ),
+        (
+            vec!["age", "sqlite", "--dummy", huge, &d],
+            &["--dummy", "memory"],
+        ),
+        (
+            vec!["age", "fileserver", "--files", huge, &d],
+            &["--files", "memory"],
+        ),
+        (
+            vec!["age", "fileserver", "--threads", huge, &d],
+            &["--threads", "threads-max"],
+        ),
+        (
+            vec!["age", "fileserver", "--iosize", "1000T", &d],
+            &["--iosize", "memory"],
+        ),
+    ];
+    for (args, words) in cases {
+        let out = fragkit(&args);
+        one_line_error(&out, 2, words);
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "nothing written: {left:?}");
+}

@@ -1,3 +1,4 @@
+//! The machine's memory and task limits (/proc/meminfo, /proc/sys/kernel/threads-max) and
 //! /proc/sys/vm knobs: drop_caches.
 
 use anyhow::{anyhow, Result};
@@ -8,4 +9,46 @@ pub fn drop_caches() -> Result<()> {
     std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
         anyhow!("dropping the page cache needs root (/proc/sys/vm/drop_caches: {e}); run as root or pass --no-drop-caches")
     })
+}
+
+/// MemAvailable from /proc/meminfo in bytes: what the kernel estimates can be allocated
+/// without swapping (None when unreadable).
+pub fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_available(&text)
+}
+
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let kb: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
+}
+
+/// /proc/sys/kernel/threads-max: the most threads the system can have at once.
+pub fn threads_max() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/threads-max")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_available_parses_meminfo_and_this_machine_has_some() {
+        let text = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n";
+        assert_eq!(parse_mem_available(text), Some(2048 * 1024));
+        assert_eq!(parse_mem_available("MemFree: 1 kB\n"), None);
+        assert!(mem_available().is_some_and(|b| b > 0));
+        assert!(threads_max().is_some_and(|n| n > 0));
+    }
 }

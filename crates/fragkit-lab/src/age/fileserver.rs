@@ -129,6 +129,13 @@ pub fn run(spec: &FileserverSpec) -> Result<FileserverReport> {
             spec.dir.display()
         );
     }
+    super::require_threads("--threads", spec.threads as u64)?;
+    super::require_room(
+        &format!("--files {} of {} bytes", spec.files, spec.file_size),
+        &spec.dir,
+        spec.files as u128 * spec.file_size as u128,
+        spec.files,
+    )?;
     let root = fresh_fileset(&spec.dir, spec.files, spec.dir_width)?;
     let (sizes, per_thread) = plan(spec);
     let biggest = sizes.iter().copied().max().unwrap_or(0);

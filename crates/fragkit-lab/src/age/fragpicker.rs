@@ -90,6 +90,12 @@ pub fn synthetic(
     if !dir.is_dir() {
         fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     }
+    super::require_room(
+        &format!("--files {files} of --size {size}"),
+        dir,
+        files as u128 * (rounds * ROUND_BYTES) as u128,
+        files as u64,
+    )?;
     let paths: Vec<PathBuf> = (0..files)
         .map(|i| dir.join(format!("synthetic.{i}")))
         .collect();

@@ -191,6 +191,11 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
     if spec.direct && (!g.is_multiple_of(4096) || !spec.stripe.is_multiple_of(4096)) {
         bail!("--direct needs --chunk and --stripe to be multiples of 4096");
     }
+    // The write buffer holds one stripe (or 32 chunks).
+    super::require_memory(
+        &format!("--stripe {} with --chunk {g}", spec.stripe),
+        (32 * g as u128).max(spec.stripe as u128),
+    )?;
     let dir = match spec.path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

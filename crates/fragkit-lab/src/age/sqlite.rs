@@ -75,6 +75,10 @@ pub fn run(spec: &SqliteSpec) -> Result<SqliteReport> {
             spec.dir.display()
         );
     }
+    super::require_memory(
+        &format!("--dummy {}", spec.dummy_bytes),
+        spec.dummy_bytes as u128,
+    )?;
     let db = spec.dir.join("testdb.db");
     let dummy = spec.dir.join("dummy.data");
     for p in [&db, &dummy] {
