@@ -491,17 +491,27 @@ fn verification_catches_corruption(fs: FsType) {
     }
     let (bs, extents) = filefrag_extents(&a);
     let first = extents.first().expect("the file has data");
+    // btrfs's FIEMAP gives its logical address; the device offset is the chunk map's.
+    let at = if fs == FsType::Btrfs {
+        btrfs_device_offset(&s.info.loop_device, first.physical * bs)
+    } else {
+        first.physical * bs
+    };
     let image = OpenOptions::new().write(true).open(&s.info.image).unwrap();
-    image
-        .write_all_at(&vec![0xEE; 4096], first.physical * bs)
-        .unwrap();
+    image.write_all_at(&vec![0xEE; 4096], at).unwrap();
     image.sync_all().unwrap();
     // SAFETY: kill(2) on our own, stopped, child.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{}: {err}", fs.name());
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}: {err}; ranges: {}",
+        fs.name(),
+        doc["files"][0]["ranges"]
+    );
     assert!(
         doc["summary"]["verify_failures"].as_u64().unwrap_or(0) >= 1,
         "{}: {}",
@@ -526,6 +536,24 @@ fn verification_catches_corruption(fs: FsType) {
     );
 }
 
+/// The device offset of btrfs logical address `logical` (btrfs-map-logical's first copy).
+fn btrfs_device_offset(dev: &Path, logical: u64) -> u64 {
+    let out = Command::new("btrfs-map-logical")
+        .args(["-l", &logical.to_string()])
+        .arg(dev)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "mirror 1 logical L physical P device D"
+    text.lines()
+        .find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let i = w.iter().position(|x| *x == "physical")?;
+            w.get(i + 1)?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("btrfs-map-logical -l {logical}: {text}"))
+}
+
 #[test]
 fn verification_catches_corruption_ext4() {
     verification_catches_corruption(FsType::Ext4);
@@ -534,4 +562,9 @@ fn verification_catches_corruption_ext4() {
 #[test]
 fn verification_catches_corruption_xfs() {
     verification_catches_corruption(FsType::Xfs);
+}
+
+#[test]
+fn verification_catches_corruption_btrfs() {
+    verification_catches_corruption(FsType::Btrfs);
 }

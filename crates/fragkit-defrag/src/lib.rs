@@ -1262,6 +1262,16 @@ fn verify_moved(
                 r.reason = Some("VERIFY FAILED: data read back differs from before".into());
                 failures += 1;
             }
+            // An I/O error on moved data is what a corrupted block gives where the file
+            // system checks its data (btrfs's checksums): the data is not there to read.
+            Err(e) if e.raw_os_error() == Some(libc::EIO) => {
+                r.verified = Some(false);
+                r.status = "failed";
+                r.reason = Some(format!(
+                    "VERIFY FAILED: the data cannot be read back ({e}); the device or the file system's checksums reject it"
+                ));
+                failures += 1;
+            }
             Err(e) => r.reason = Some(format!("could not read back to verify: {e}")),
         }
     }
