@@ -204,6 +204,16 @@ fn same_as_serial(fs: FsType, exact: bool) {
                 );
                 ends += 1;
             }
+            "verify" => {
+                // verify <ns> <write_bytes> <ranges> <path>: a file's read-back begins.
+                let v: Vec<&str> = line.splitn(5, ' ').collect();
+                assert_eq!(v.len(), 5, "{name}: {line:?}");
+                for n in &v[1..4] {
+                    n.parse::<u64>()
+                        .unwrap_or_else(|_| panic!("{name}: {line:?}"));
+                }
+                continue;
+            }
             _ => panic!("{name}: malformed move log line {line:?}"),
         }
         for n in &w[1..5] {
