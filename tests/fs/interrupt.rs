@@ -116,6 +116,7 @@ fn second_sigint_ends_defrag_with_the_knob_put_back() {
         fragkit::sys::tunable::block_device_name(&fp).unwrap()
     );
     let before = std::fs::read_to_string(&knob).unwrap();
+    let log = s.mountpoint().join("moves.log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
         .args([
             "defrag",
@@ -127,6 +128,7 @@ fn second_sigint_ends_defrag_with_the_knob_put_back() {
             "json",
         ])
         .arg(&fp)
+        .env(movelog::ENV, &log)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -138,6 +140,16 @@ fn second_sigint_ends_defrag_with_the_knob_put_back() {
             t0.elapsed() < Duration::from_secs(60),
             "the knob was never set"
         );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Signalled only once a move is under way (a 32 MiB file at 8 MB/s: seconds), so the
+    // first signal cannot end the run before the second arrives.
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("begin "))
+    {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no move began");
         std::thread::sleep(Duration::from_millis(5));
     }
     for _ in 0..2 {
