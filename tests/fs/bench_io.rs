@@ -8,9 +8,10 @@ use std::path::Path;
 use common::*;
 use fragkit::scratch::FsType;
 
-/// Held by every test here whose jobs drop the page cache: a drop in one test's job
-/// evicts what another's job read before its pass (btrfs keeps its checksum leaves in the
-/// page cache), and that pass then counts metadata reads the prediction leaves out.
+/// Held by every test here for its whole run, so the module's tests run one at a time: a
+/// cache drop in one test's job evicts what another's job read before its pass (btrfs
+/// keeps its checksum leaves in the page cache), and in one run of the suite a sibling
+/// running beside the exact-count test gave it 49 device reads it did not issue.
 static CACHE_DROPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn cache_drops() -> std::sync::MutexGuard<'static, ()> {
@@ -57,7 +58,6 @@ fn device_reads_equal_split_count(fs: FsType) {
     interleaved_direct_appends(&[dir.join("a"), dir.join("b")], 64 << 10, 256);
     write_file(&dir.join("contiguous"), 16 << 20, 7);
     common::global_sync();
-    let _drops = cache_drops();
     let patterns: [&[&str]; 3] = [
         &["--bs", "128K"],
         &["--bs", "128K", "--pattern", "stride", "--gap", "192K"],
@@ -161,22 +161,26 @@ fn device_reads_equal_split_count(fs: FsType) {
 
 #[test]
 fn bench_read_device_requests_equal_split_count_ext4() {
+    let _one_at_a_time = cache_drops();
     device_reads_equal_split_count(FsType::Ext4);
 }
 
 #[test]
 fn bench_read_device_requests_equal_split_count_xfs() {
+    let _one_at_a_time = cache_drops();
     device_reads_equal_split_count(FsType::Xfs);
 }
 
 #[test]
 fn bench_read_device_requests_equal_split_count_btrfs() {
+    let _one_at_a_time = cache_drops();
     device_reads_equal_split_count(FsType::Btrfs);
 }
 
 /// `bench writes` counts what a command wrote on the device under a path.
 #[test]
 fn bench_writes_counts_a_commands_bytes() {
+    let _one_at_a_time = cache_drops();
     let s = scratch(FsType::Ext4, 64 << 20, &[]);
     let target = s.mountpoint().join("dd-out");
     let of = format!("of={}", target.display());
@@ -208,6 +212,7 @@ fn bench_writes_counts_a_commands_bytes() {
 /// On a loop device there are no dies: the probe must say so rather than invent g and S.
 #[test]
 fn probe_alignment_on_loop_device_finds_no_structure() {
+    let _one_at_a_time = cache_drops();
     let img = LoopImage::new(64 << 20);
     let dev = img.device.to_string_lossy().into_owned();
     let doc = fragkit_json(&[
@@ -261,13 +266,13 @@ fn probe_alignment_on_loop_device_finds_no_structure() {
 /// iteration row), the same as the JSON's; without `--model` those cells are empty.
 #[test]
 fn bench_read_model_columns_in_csv() {
+    let _one_at_a_time = cache_drops();
     let s = scratch(FsType::Ext4, 256 << 20, &[]);
     let dir = s.mountpoint();
     let knob = format!("/sys/fs/ext4/{}/mb_stream_req", s.device_name());
     std::fs::write(&knob, "1000000").unwrap_or_else(|e| panic!("{knob}: {e}"));
     interleaved_direct_appends(&[dir.join("a"), dir.join("b")], 64 << 10, 64);
     write_file(&dir.join("contiguous"), 4 << 20, 7);
-    let _drops = cache_drops();
     let csv_rows = |args: &[&str]| -> Vec<std::collections::HashMap<String, String>> {
         let mut all = vec!["bench"];
         all.extend_from_slice(args);
@@ -342,6 +347,7 @@ fn bench_read_model_columns_in_csv() {
 
 #[test]
 fn bad_input_is_one_clear_line() {
+    let _one_at_a_time = cache_drops();
     // tmpfs has no block device: O_DIRECT there would time memory copies.
     let shm = tempfile::Builder::new()
         .prefix("fragkit-bench-")
@@ -386,11 +392,11 @@ fn bad_input_is_one_clear_line() {
 /// the device counters, and the job says so (text and JSON); alone, it says nothing.
 #[test]
 fn bench_read_warns_when_another_process_uses_the_device() {
+    let _one_at_a_time = cache_drops();
     let s = scratch(FsType::Ext4, 512 << 20, &[]);
     let dir = s.mountpoint();
     write_file(&dir.join("mine"), 32 << 20, 1);
     write_file(&dir.join("theirs"), 64 << 20, 2);
-    let _drops = cache_drops();
     let mine = dir.join("mine").to_string_lossy().into_owned();
     let args = [
         "read",
@@ -449,6 +455,7 @@ fn bench_read_warns_when_another_process_uses_the_device() {
 /// (IOR stops with "read() returned EOF prematurely"), instead of a figure for 16 MiB.
 #[test]
 fn ior_short_read_is_an_error_not_a_bandwidth() {
+    let _one_at_a_time = cache_drops();
     let s = scratch(FsType::Ext4, 128 << 20, &[]);
     let d = s.mountpoint().join("ior");
     std::fs::create_dir(&d).unwrap();
@@ -504,6 +511,7 @@ fn ior_short_read_is_an_error_not_a_bandwidth() {
 /// nothing there it says nothing.
 #[test]
 fn ior_removes_existing_files_before_writing() {
+    let _one_at_a_time = cache_drops();
     let s = scratch(FsType::Ext4, 128 << 20, &[]);
     let d = s.mountpoint().join("ior");
     std::fs::create_dir(&d).unwrap();
