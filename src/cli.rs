@@ -533,7 +533,7 @@ pub struct BenchIoArgs {
     pub no_drop_caches: bool,
     /// After each cache drop, do not read the file's mapping (extent tree, btrfs
     /// checksums) back before the timed pass: the pass then also pays those metadata
-    /// reads, and on ext4 splits requests where extent-tree leaves end, as a cold start
+    /// reads, and on ext4 splits requests where contiguous extent records meet, as a cold start
     /// does [default: read it first and count its reads apart, so the pass's device
     /// requests are the layout's]
     #[arg(long, conflicts_with = "no_drop_caches")]

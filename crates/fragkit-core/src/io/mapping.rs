@@ -3,11 +3,10 @@
 //! After `drop_caches` a read of a file first needs the metadata that maps it: the inode,
 //! the extent tree (ext4), the extent list (xfs), the file's extent items and the data's
 //! checksum items (btrfs). Read in the middle of a timed pass, those blocks are device
-//! requests of their own, and on ext4 they also cut the data requests: each extent-tree
-//! leaf read from disk maps only its own records, so a request crossing into the next
-//! leaf is submitted in two pieces even where the blocks are physically contiguous (seen
-//! with `fragkit trace --block`; with the tree cached, ext4's extent status cache joins
-//! such records and the request goes out whole). Reading the mapping first makes the
+//! requests of their own, and on ext4 the data requests are also cut where two extent
+//! records meet even when their blocks are physically contiguous (seen with `fragkit
+//! trace --block`); with the mapping read first, ext4's extent status cache holds such
+//! records joined and the request goes out whole. Reading the mapping first makes the
 //! data pass's device requests exactly what the file's layout predicts, and counts the
 //! metadata reads on their own.
 
