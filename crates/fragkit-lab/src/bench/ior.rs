@@ -252,11 +252,7 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
             // Every rank is done reading before any file goes.
             cluster.barrier();
             if spec.write && !(spec.keep && last) {
-                let remove = match spec.layout {
-                    IorLayout::FilePerProcess => true,
-                    IorLayout::SharedFile => cluster.is_root(),
-                };
-                cluster.agree(if remove {
+                cluster.agree(if removes_its_file(spec, cluster) {
                     std::fs::remove_file(&my_path)
                         .map_err(|e| anyhow::anyhow!("{}: cannot remove: {e}", my_path.display()))
                 } else {
@@ -285,15 +281,19 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
     }))
 }
 
+/// Whether this rank removes the file it writes: each rank its own, or rank 0 the shared one.
+fn removes_its_file(spec: &IorSpec, cluster: &Cluster) -> bool {
+    match spec.layout {
+        IorLayout::FilePerProcess => true,
+        IorLayout::SharedFile => cluster.is_root(),
+    }
+}
+
 /// Before the first write, the files a write phase will write are removed if they
 /// exist (as IOR does): a write over a kept, larger file would leave its old size and
 /// fragments, and a read of it would measure that. Root says how many went.
 fn remove_stale(spec: &IorSpec, cluster: &Cluster, my_path: &Path) -> Result<()> {
-    let mine = match spec.layout {
-        IorLayout::FilePerProcess => true,
-        IorLayout::SharedFile => cluster.is_root(),
-    };
-    let removed = cluster.agree(if mine {
+    let removed = cluster.agree(if removes_its_file(spec, cluster) {
         match std::fs::symlink_metadata(my_path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0u64),
             Ok(m) if !m.is_file() => Err(anyhow::anyhow!(
