@@ -57,6 +57,13 @@ pub(crate) fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()>
         if let Some(why) = &f.vanished {
             writeln!(w, "      VANISHED: {why}")?;
         }
+        if f.times_kept == Some(false) {
+            writeln!(
+                w,
+                "      TIMES CHANGED: {} (by the move's primitive, or by another process meanwhile)",
+                f.times_changed.join(", ")
+            )?;
+        }
         // Ranges an interruption left unstarted are counted once at the end, not listed.
         for x in f
             .ranges
@@ -114,6 +121,20 @@ pub(crate) fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()>
                 "NOT RESTORED".to_string()
             }
         )?;
+    }
+    if s.files_changed > 0 {
+        if s.files_times_changed == 0 {
+            writeln!(
+                w,
+                "times: atime, mtime and ctime as before on every changed file"
+            )?;
+        } else {
+            writeln!(
+                w,
+                "TIMES CHANGED on {} of {} changed files (listed above)",
+                s.files_times_changed, s.files_changed
+            )?;
+        }
     }
     if s.verify_failures > 0 {
         writeln!(w, "VERIFICATION FAILED on {} ranges", s.verify_failures)?;

@@ -476,8 +476,20 @@ pub(crate) fn verdicts(r: &LabReport) -> Vec<String> {
                 ),
                 None => String::new(),
             };
+            let times = match d.and_then(|d| d.times.as_ref()) {
+                Some(t) if t.kept == t.files => {
+                    format!(" It left atime, mtime and ctime as they were on all {} files.", t.files)
+                }
+                Some(t) => format!(
+                    " TIMES CHANGED on {} of {} files ({}).",
+                    t.files - t.kept,
+                    t.files,
+                    t.changed.join("; ")
+                ),
+                None => String::new(),
+            };
             format!(
-                "{}: wrote {}{share} in {:.1} s; {effect}; the workload's device reads {reads}{modeled}; {}.{declined}{disagree}",
+                "{}: wrote {}{share} in {:.1} s; {effect}; the workload's device reads {reads}{modeled}; {}.{declined}{times}{disagree}",
                 m.name,
                 HumanBytes(written),
                 d.map_or(0.0, |d| d.seconds),

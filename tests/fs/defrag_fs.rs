@@ -568,3 +568,66 @@ fn verification_catches_corruption_xfs() {
 fn verification_catches_corruption_btrfs() {
     verification_catches_corruption(FsType::Btrfs);
 }
+
+/// atime, mtime and ctime (s, ns each), as stat shows them.
+fn times(path: &Path) -> [(i64, i64); 3] {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    [
+        (m.atime(), m.atime_nsec()),
+        (m.mtime(), m.mtime_nsec()),
+        (m.ctime(), m.ctime_nsec()),
+    ]
+}
+
+/// Every mode leaves atime, mtime and ctime as they were, as xfs_fsr and e4defrag do
+/// (xfstests' _defrag compares all three): full on one file, bypass on the other, each
+/// with its atime set back first so that any read without O_NOATIME would move it
+/// (relatime updates an atime older than the mtime); the report says so per file.
+fn defrag_keeps_times(fs: FsType) {
+    let s = frag_scratch(fs, 512 << 20);
+    let (a, b) = fragmented_pair(&s);
+    for (path, mode) in [(&a, "full"), (&b, "bypass")] {
+        let st = Command::new("touch")
+            .args(["-a", "-d", "@946684800"])
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let before = times(path);
+        let report = fragkit_json(&[
+            "defrag",
+            "--mode",
+            mode,
+            "--format",
+            "json",
+            &path.to_string_lossy(),
+        ]);
+        let sum = &report["summary"];
+        assert!(sum["ranges_moved"].as_u64().unwrap() > 0, "{report}");
+        assert_eq!(sum["verify_failures"], 0, "{report}");
+        assert_eq!(
+            times(path),
+            before,
+            "{} {mode}: atime, mtime, ctime changed",
+            fs.name()
+        );
+        assert_eq!(sum["files_times_changed"], 0, "{report}");
+        assert_eq!(report["files"][0]["times_kept"], true, "{report}");
+    }
+}
+
+#[test]
+fn defrag_keeps_times_ext4() {
+    defrag_keeps_times(FsType::Ext4);
+}
+
+#[test]
+fn defrag_keeps_times_xfs() {
+    defrag_keeps_times(FsType::Xfs);
+}
+
+#[test]
+fn defrag_keeps_times_btrfs() {
+    defrag_keeps_times(FsType::Btrfs);
+}

@@ -131,6 +131,13 @@ pub struct FileResult {
     /// renamed meanwhile): the `_after` figures are then the ones from before.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vanished: Option<String>,
+    /// Whether the file's atime, mtime and ctime were, after the run, what they were before
+    /// its first move (as xfs_fsr and e4defrag leave them); null when nothing moved.
+    pub times_kept: Option<bool>,
+    /// The times that changed: by the primitive (xfs's commit without CAP_SYS_ADMIN,
+    /// `--method rewrite`) or by another process meanwhile.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub times_changed: Vec<&'static str>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -175,6 +182,9 @@ pub struct DefragSummary {
     /// `--unshare`: bytes of shared (reflinked or snapshot) extents inside moved ranges,
     /// whose sharing the move broke; they were counted against `--budget` like any move.
     pub shared_bytes_unshared: u64,
+    /// Changed files whose atime, mtime or ctime the run left changed (see
+    /// FileResult::times_changed).
+    pub files_times_changed: u64,
     pub elapsed_ms: u64,
 }
 
@@ -200,6 +210,7 @@ impl DefragSummary {
         self.checksum_chunks_readahead_again += f.checksum_chunks_readahead_again;
         self.checksum_chunks_direct += f.checksum_chunks_direct;
         self.shared_bytes_unshared += f.shared_bytes_unshared;
+        self.files_times_changed += f.files_times_changed;
     }
 
     /// Exit status: 0 everything asked was done (or nothing needed doing), 1 some target
@@ -711,6 +722,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         }
     };
     let migrator = migrate::for_fs(entry.file.fs.magic, opts.method, opts.unshare)?;
+    let times_before = migrate::times(&file);
     let commit_frees = FileSystemCommit {
         shared: sh,
         file: &file,
@@ -803,8 +815,13 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
             (entry.metrics.clone(), Some(why))
         }
     };
+    let mut times_changed = Vec::new();
     if file_moved > 0 {
         summary.files_changed += 1;
+        times_changed = migrate::times_changed(times_before, migrate::times(&file));
+        if !times_changed.is_empty() {
+            summary.files_times_changed += 1;
+        }
     }
     summary.extra_after += after.requests[0].extra();
     let mut result = file_result(
@@ -816,6 +833,8 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         after,
     );
     result.vanished = vanished;
+    result.times_kept = (file_moved > 0).then_some(times_changed.is_empty());
+    result.times_changed = times_changed;
     result.worse = worse(&result, &opts.mode);
     if let Some(w) = &result.worse {
         summary.files_worse += 1;
@@ -973,18 +992,29 @@ fn file_result(
         ideal: after.requests[0].ideal,
         worse: None,
         vanished: None,
+        times_kept: None,
+        times_changed: Vec::new(),
     }
 }
 
 /// Open the scanned file read-write without following symlinks, check it is still the
 /// inode that was scanned and may be touched; also open its directory for temp files.
 fn open_target(path: &Path, key: (u64, u64)) -> std::result::Result<(File, File), String> {
+    // O_NOATIME: reading the ranges to copy and check them leaves the file's atime as it
+    // was (as xfs_fsr and e4defrag do); refused (EPERM) unless the caller owns the file or
+    // has CAP_FOWNER, and then opened without it.
     let open = |write: bool| {
-        OpenOptions::new()
-            .read(true)
-            .write(write)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)
+        let with = |flags| {
+            OpenOptions::new()
+                .read(true)
+                .write(write)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | flags)
+                .open(path)
+        };
+        with(libc::O_NOATIME).or_else(|e| match e.raw_os_error() {
+            Some(libc::EPERM) => with(0),
+            _ => Err(e),
+        })
     };
     let same_inode = |f: &File| -> std::result::Result<(), String> {
         let m = f.metadata().map_err(|e| format!("cannot stat: {e}"))?;

@@ -95,6 +95,35 @@ pub(crate) fn stamp(f: &File) -> Option<Stamp> {
     })
 }
 
+/// A file's atime, mtime and ctime (s, ns each), as `stat` shows them.
+pub(crate) type Times = [(i64, i64); 3];
+
+/// The file's times now (None when fstat fails).
+pub(crate) fn times(f: &File) -> Option<Times> {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().ok().map(|m| {
+        [
+            (m.atime(), m.atime_nsec()),
+            (m.mtime(), m.mtime_nsec()),
+            (m.ctime(), m.ctime_nsec()),
+        ]
+    })
+}
+
+/// Which of atime, mtime and ctime differ between two samples ("unknown" when either
+/// could not be read).
+pub(crate) fn times_changed(before: Option<Times>, after: Option<Times>) -> Vec<&'static str> {
+    let (Some(b), Some(a)) = (before, after) else {
+        return vec!["unknown"];
+    };
+    ["atime", "mtime", "ctime"]
+        .into_iter()
+        .zip(b.iter().zip(a.iter()))
+        .filter(|(_, (b, a))| b != a)
+        .map(|(name, _)| name)
+        .collect()
+}
+
 /// For a primitive that changes the file's times itself (xfs's commit, a rewrite): the
 /// stamp just as it began and just after it ended. The caller compares `began` with its
 /// own stamp from before the checksum (a difference is another writer) and checks the

@@ -2,6 +2,10 @@
 //! atomically — and only if the file did not change since XFS_IOC_START_COMMIT sampled it
 //! (EBUSY otherwise). The exchange is logged: after a crash the file holds either the old
 //! or the new blocks. Kernel 6.10+ (exchange-range), 6.13+ (commit-range).
+//!
+//! The commit is issued on a descriptor opened through the file's xfs handle, which the
+//! exchange leaves mtime and ctime alone for (as xfs_fsr's XFS_IOC_SWAPEXT does); where
+//! that open is refused (no CAP_SYS_ADMIN) the commit sets them, and the caller is told.
 
 use anyhow::Result;
 use fragkit_sys::xfs_commit;
@@ -27,10 +31,11 @@ impl Migrator for CommitRange {
                 "range lies past end of file",
             )));
         }
+        // A descriptor the commit keeps the times through; else the file's own.
+        let keeping = xfs_commit::open_keeping_times(t.file, t.dir).ok();
+        let into = keeping.as_ref().unwrap_or(t.file);
         for _attempt in 0..3 {
-            // The commit changes mtime and ctime; what they were as it began and right
-            // after let the caller tell its change from another writer's.
-            let commit = match xfs_commit::start_commit(t.file) {
+            let commit = match xfs_commit::start_commit(into) {
                 Ok(c) => c,
                 Err(e) => {
                     if e.raw_os_error() == Some(libc::ENOTTY) {
@@ -41,6 +46,9 @@ impl Migrator for CommitRange {
                     return Err(e.into());
                 }
             };
+            // Without the kept times the commit changes mtime and ctime; what they were as
+            // it began and right after let the caller tell its change from another
+            // writer's.
             let began = stamp(t.file);
             let alloc_len = length.div_ceil(t.block_size) * t.block_size;
             let (staged, judged, _sinks) = match donor_for(t, offset, alloc_len)? {
@@ -48,12 +56,12 @@ impl Migrator for CommitRange {
                 Err(best) => return Ok(not_better(best, alloc_len)),
             };
             copy_range_data(t.file, &staged, offset, length)?;
-            let Err(e) = commit.commit(t.file, &staged, offset, length) else {
+            let Err(e) = commit.commit(into, &staged, offset, length) else {
                 // The staged file now holds the old blocks; closing it frees them.
                 return Ok(RangeOutcome::Moved {
                     bytes: length,
                     judged,
-                    restamped: Some(Restamp {
+                    restamped: keeping.is_none().then(|| Restamp {
                         began,
                         ended: stamp(t.file),
                     }),

@@ -162,6 +162,65 @@ pub struct DefragFigures {
     /// fragkit defrag: files it reported came out worse (0 is its promise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files_worse: Option<u64>,
+    /// Whether the files' atime, mtime and ctime were the same after the defragmenter as
+    /// before it (stat before and after its step; the lab reads nothing in between).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub times: Option<TimesKept>,
+}
+
+/// How many files a defragmenter left with the times they had (xfs_fsr and e4defrag keep
+/// atime, mtime and ctime; backup tools, make and rsync trust them).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct TimesKept {
+    pub files: u64,
+    pub kept: u64,
+    /// "name: mtime, ctime" for each file whose times changed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+}
+
+/// Each file's atime, mtime and ctime (s, ns) under `mp`/work (None: not stat-able).
+fn file_times(mp: &Path, names: &[String]) -> Vec<Option<[(i64, i64); 3]>> {
+    use std::os::unix::fs::MetadataExt;
+    names
+        .iter()
+        .map(|n| {
+            fs::symlink_metadata(mp.join("work").join(n)).ok().map(|m| {
+                [
+                    (m.atime(), m.atime_nsec()),
+                    (m.mtime(), m.mtime_nsec()),
+                    (m.ctime(), m.ctime_nsec()),
+                ]
+            })
+        })
+        .collect()
+}
+
+/// The files whose times differ between two [`file_times`] samples.
+fn times_kept(
+    names: &[String],
+    before: &[Option<[(i64, i64); 3]>],
+    after: &[Option<[(i64, i64); 3]>],
+) -> TimesKept {
+    let mut t = TimesKept::default();
+    for ((name, b), a) in names.iter().zip(before).zip(after) {
+        t.files += 1;
+        let changed: Vec<&str> = match (b, a) {
+            (Some(b), Some(a)) => ["atime", "mtime", "ctime"]
+                .into_iter()
+                .zip(b.iter().zip(a))
+                .filter(|(_, (b, a))| b != a)
+                .map(|(n, _)| n)
+                .collect(),
+            _ => vec!["unknown (stat failed)"],
+        };
+        if changed.is_empty() {
+            t.kept += 1;
+        } else {
+            t.changed.push(format!("{name}: {}", changed.join(", ")));
+        }
+    }
+    t
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -536,13 +595,24 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     let traced = trace.is_some();
 
     // 6. Defragment each clone, counting what its device wrote.
+    // Each file's times before and after its defragmenter, checked by stat alone.
+    let timed = |mp: &Path, run: &mut dyn FnMut() -> Result<DefragFigures>| {
+        let before = file_times(mp, &names);
+        let mut d = run()?;
+        d.times = Some(times_kept(&names, &before, &file_times(mp, &names)));
+        Ok::<_, anyhow::Error>(d)
+    };
     let pick_name = if traced { "pick" } else { "bypass" };
-    let pick_defrag = steps::defrag_pick(&mut r, &pick_mp, traced.then_some(&*profile), &rs_arg)?;
-    let full_defrag = steps::defrag_full(&mut r, &full_mp, &rs_arg)?;
+    let pick_defrag = timed(&pick_mp, &mut || {
+        steps::defrag_pick(&mut r, &pick_mp, traced.then_some(&*profile), &rs_arg)
+    })?;
+    let full_defrag = timed(&full_mp, &mut || {
+        steps::defrag_full(&mut r, &full_mp, &rs_arg)
+    })?;
     let tool_defrag = match (&plan.tool, &tool_mp) {
-        (Some((prog, leading)), Some(mp)) => Some(steps::defrag_tool(
-            &mut r, prog, leading, mp, &names, &mut notes,
-        )?),
+        (Some((prog, leading)), Some(mp)) => Some(timed(mp, &mut || {
+            steps::defrag_tool(&mut r, prog, leading, mp, &names, &mut notes)
+        })?),
         _ => None,
     };
 
