@@ -34,10 +34,12 @@ fn main() {
         Err(e) if broken_pipe(&e) => std::process::exit(0),
         Err(e) => {
             // Ranks other than 0 whose peer failed stay quiet: the failing rank and rank 0
-            // have said it.
+            // have said it; so do they for an error every rank hits alike.
             let quiet = e
                 .downcast_ref::<fragkit::cluster::PeerFailed>()
-                .is_some_and(|p| p.quiet);
+                .is_some_and(|p| p.quiet)
+                || e.downcast_ref::<fragkit::cluster::EveryRank>()
+                    .is_some_and(|x| x.quiet());
             if !quiet {
                 fragkit_sys::stderr_line!("fragkit: {e:#}");
             }

@@ -333,6 +333,10 @@ fn run_dof(a: BenchDofArgs) -> Result<i32> {
 }
 
 fn run_paf(a: BenchPafArgs) -> Result<i32> {
+    if !a.mpi && crate::cluster::launched() {
+        // Each rank would run the whole matrix by itself into the same CSV (ranks = 1).
+        return Err(crate::cluster::EveryRank("bench paf: started by an MPI launcher (mpirun, srun) without --mpi: every rank would run the whole matrix on its own and write the same output; add --mpi to run it as the job's ranks, or start it without a launcher".into()).into());
+    }
     if !a.mpi {
         // Stop between runs on SIGINT/SIGTERM; the cell's scratch goes with the error.
         crate::sys::signals::interrupt_flag(true);

@@ -275,6 +275,35 @@ fn the_same_binary_runs_without_mpirun() {
     );
 }
 
+/// Under a launcher without --mpi, `bench paf` would run one whole matrix per rank into
+/// the same output: it refuses before making anything, with one line naming --mpi.
+#[test]
+fn bench_paf_under_mpirun_without_mpi_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("paf.csv");
+    let out = mpirun(
+        2,
+        &[
+            "bench",
+            "paf",
+            "--capacities",
+            "20",
+            "--fs-size",
+            "256M",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("without --mpi") && err.contains("add --mpi"),
+        "{err}"
+    );
+    assert_eq!(err.matches("without --mpi").count(), 1, "said once: {err}");
+    assert!(!csv.exists(), "nothing written");
+}
+
 #[test]
 fn bench_paf_mpi_measures_cells_as_ranks_and_resumes() {
     require_root();

@@ -29,6 +29,34 @@ pub fn launched() -> bool {
     LAUNCHER_VARS.iter().any(|v| std::env::var_os(v).is_some())
 }
 
+/// This process's rank as the launcher numbered it (OpenMPI, PMIx, PMI), read before (or
+/// without) starting MPI; None when no launcher says.
+pub fn launcher_rank() -> Option<usize> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
+/// An error every rank of a launched job hits alike before MPI starts (a refusal of the
+/// arguments): only rank 0 prints it, so the job shows it once.
+#[derive(Debug)]
+pub struct EveryRank(pub String);
+
+impl EveryRank {
+    /// Whether this process stays quiet (a launched rank other than 0).
+    pub fn quiet(&self) -> bool {
+        launcher_rank().is_some_and(|r| r != 0)
+    }
+}
+
+impl fmt::Display for EveryRank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EveryRank {}
+
 /// Another rank failed; its own error was printed by that rank.
 #[derive(Debug)]
 pub struct PeerFailed {
