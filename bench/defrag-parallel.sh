@@ -19,20 +19,42 @@
 # fsynced at its end), on the same device in the same round.
 # Prints the median ratio time(-j 1) / time(-j 2) (goal >= 1.8 on 2 cores) and
 # time / floor (goal <= 1.3) and time / extent floor, each as median (min–max, n).
-# Usage (root): bench/defrag-parallel.sh [ext4|xfs|btrfs] [PAIRS] [FILES] [FILE_MIB] [FS_MIB]
+# DEVICE: loop (default; a loop device over a copy of the aged image in $work) or zram
+# (/dev/zram0, a RAM block device that serves each request in the submitter's own context,
+# so two workers' requests proceed in parallel where a loop device's one worker thread
+# serves them one at a time; the aged image is written onto it before every run; zram0
+# must be unused (disksize 0) and is reset and given its compression algorithm back at
+# the end).
+# Usage (root): bench/defrag-parallel.sh [ext4|xfs|btrfs] [PAIRS] [FILES] [FILE_MIB] [FS_MIB] [loop|zram]
 # Timing runs should hold the bench lock: flock /work/bench.lock nice -n -15 ionice -c1 ...
 set -euo pipefail
 # One line naming what failed, instead of a silent exit.
 set -E
 trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
 cd "$(dirname "$0")/.."
-fs=${1:-ext4}; pairs=${2:-7}; files=${3:-16}; file_mib=${4:-4}; fs_mib=${5:-512}
+fs=${1:-ext4}; pairs=${2:-7}; files=${3:-16}; file_mib=${4:-4}; fs_mib=${5:-512}; device=${6:-loop}
+[[ $device == loop || $device == zram ]] || { echo "bench/defrag-parallel.sh: device: expected loop or zram, got '$device'" >&2; exit 2; }
+zram=/sys/block/zram0
+if [[ $device == zram ]]; then
+  [[ -d $zram ]] || { echo "bench/defrag-parallel.sh: no /dev/zram0 (modprobe zram)" >&2; exit 2; }
+  [[ $(cat $zram/disksize) == 0 ]] || { echo "bench/defrag-parallel.sh: /dev/zram0 is in use (disksize $(cat $zram/disksize)): not touched" >&2; exit 2; }
+  zram_algorithm=$(sed 's/.*\[\(.*\)\].*/\1/' $zram/comp_algorithm)
+fi
 for v in pairs files file_mib fs_mib; do
   [[ ${!v} =~ ^[0-9]+$ && ${!v} -ge 1 ]] || { echo "bench/defrag-parallel.sh: $v: expected a number >= 1, got '${!v}'" >&2; exit 2; }
 done
 # shellcheck source=bench/lib.sh
 source bench/lib.sh # band, first_of
 defrag_bench_begin defrag-parallel.sh
+if [[ $device == zram ]]; then
+  # zram0 back as it was (unconfigured, its algorithm), then the common clean-up.
+  zram_put_back() {
+    mountpoint -q "$mnt" && umount "$mnt"
+    echo 1 > $zram/reset
+    echo "$zram_algorithm" > $zram/comp_algorithm
+  }
+  trap 'zram_put_back; loopdev=""; defrag_bench_cleanup' EXIT
+fi
 
 mkfs_args=""; [[ $fs == ext4 ]] && mkfs_args="-m 0"
 spec="PAF:85.50@64K"; [[ $fs == btrfs ]] && spec="PAF:75.50@64K"  # btrfs: room for metadata
@@ -58,11 +80,23 @@ stat_fields() { awk '{ printf "%.0f %.0f %.0f %.0f\n", $1, $3 * 512, $5, $7 * 51
 cpu_busy_ticks() { awk '$1 == "cpu" { printf "%.0f\n", $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 io_ticks_ms() { awk '{ printf "%.0f\n", $10 }' "/sys/block/$1/stat"; }
 attach() {
-  cp --sparse=always "$image" "$work/copy.img"
-  loopdev=$(losetup --find --show "$work/copy.img")
+  if [[ $device == zram ]]; then
+    echo 1 > $zram/reset
+    stat -c %s "$image" > $zram/disksize
+    # Unwritten zram pages read as zeros: the image's zero blocks need no write.
+    dd if="$image" of=/dev/zram0 bs=1M conv=sparse,fsync status=none
+    loopdev=/dev/zram0
+  else
+    cp --sparse=always "$image" "$work/copy.img"
+    loopdev=$(losetup --find --show "$work/copy.img")
+  fi
   mount "$loopdev" "$mnt"
 }
-detach() { umount "$mnt"; losetup -d "$loopdev"; loopdev=""; }
+# The device after a run: a loop device detached, zram0 emptied.
+release() {
+  if [[ $device == zram ]]; then echo 1 > $zram/reset; else losetup -d "$loopdev"; fi
+  loopdev=""
+}
 # run JOBS: one defrag on a fresh copy, then the copy floor on the same device; appends
 # "jobs time_s reads read_B writes written_B moved_B ranges_moved files_worse exit floor_s
 #  extent_floor_s extent_floor_reads extent_floor_read_B cpu_busy_ticks io_ticks_ms"
@@ -90,11 +124,11 @@ run() {
   read -r xbytes xreads < <(python3 bench/extent_floor.py "$work/extents" "$work/report.json" "$mnt" "$loopdev" "$work/iolog")
   sync; echo 3 > /proc/sys/vm/drop_caches
   fio --output-format=json --output="$work/xfloor.json" --ioengine=io_uring --direct=1 \
-    --name=r --read_iolog="$work/iolog" --iodepth="$(cat "/sys/block/$dev/queue/nr_requests")" \
+    --name=r --read_iolog="$work/iolog" --iodepth="$(cat "/sys/block/$dev/queue/nr_requests" 2>/dev/null || echo 128)" \
     --name=w --filename="$loopdev" --rw=write --bs=1M --iodepth=4 --offset="$half" \
     --size="$(( (xbytes + 1048575) / 1048576 ))M" --end_fsync=1 > /dev/null
   xfloor=$(python3 -c 'import json,sys; print(max(j["job_runtime"] for j in json.load(open(sys.argv[1]))["jobs"]) / 1000)' "$work/xfloor.json")
-  losetup -d "$loopdev"; loopdev=""
+  release
   paste -d' ' <(echo "$j $(echo "$t1 - $t0" | bc -l)") <(echo "$s0") <(echo "$s1") <(echo "$moved $rest $code $floor $xfloor $xreads $xbytes $((c1 - c0)) $((i1 - i0))") |
     awk '{ printf "%s %s %.0f %.0f %.0f %.0f %.0f %s %s %s %s %s %s %.0f %s %s\n", $1, $2, $7 - $3, $8 - $4, $9 - $5, $10 - $6, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20 }' >> "$work/runs"
 }
