@@ -457,7 +457,7 @@ impl Walker<'_> {
                 Root::Dir(p) => match open_root_dir(p) {
                     Ok(dir) => {
                         let dev = stat::fstat(dir.as_fd()).map(|st| st.st_dev).unwrap_or(0);
-                        self.walk_dir(dir, p.clone(), dev, &mut seq, emit);
+                        self.walk_tree(dir, p.clone(), dev, &mut seq, emit);
                     }
                     Err(e) => self.error(p, e, "cannot open directory"),
                 },
@@ -465,7 +465,13 @@ impl Walker<'_> {
         }
     }
 
-    fn walk_dir(
+    /// Walk the tree under `dir` (at `path`) without recursion: a stack of levels, so
+    /// that depth costs heap, not stack (a tree 10,000 directories deep overflowed the
+    /// walking thread's stack). Levels deeper than [`OPEN_LEVELS`] give their descriptor
+    /// up while a subdirectory is walked and get it back through the subdirectory's
+    /// "..", checked to be the same directory (device, inode), as fts does: open
+    /// descriptors stay bounded however deep the tree.
+    fn walk_tree(
         &self,
         dir: OwnedFd,
         path: PathBuf,
@@ -473,13 +479,93 @@ impl Walker<'_> {
         seq: &mut u64,
         emit: &mut dyn FnMut(Job),
     ) {
-        if self.stop.load(Ordering::Relaxed) {
-            return;
+        let mut stack: Vec<Level> = Vec::new();
+        if let Some(level) = self.enter(dir, path) {
+            stack.push(level);
         }
+        while let Some(top) = stack.last_mut() {
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let Some(k) = top.kept.get(top.next) else {
+                top.flush(seq, emit);
+                let done = stack.pop().expect("the top level");
+                let Some(parent) = stack.last_mut() else {
+                    break;
+                };
+                if parent.dir.is_none() {
+                    let child = done
+                        .dir
+                        .as_ref()
+                        .expect("the top level keeps its descriptor");
+                    match reopen_parent(child, parent.id) {
+                        Ok(fd) => parent.dir = Some(std::sync::Arc::new(fd)),
+                        Err(e) => {
+                            // The chain back up is broken (a directory moved meanwhile):
+                            // nothing above can be reached safely.
+                            self.error(&parent.path, e, "cannot return to directory");
+                            return;
+                        }
+                    }
+                }
+                continue;
+            };
+            top.next += 1;
+            let (start, is_dir) = (k.start, k.is_dir);
+            if !is_dir {
+                let cname = top.entries.name(start);
+                top.names.extend_from_slice(cname.to_bytes_with_nul());
+                top.count += 1;
+                if top.count == FILES_PER_BATCH {
+                    top.flush(seq, emit);
+                }
+                continue;
+            }
+            top.flush(seq, emit);
+            let cname = top.entries.name(start);
+            let sub = top.path.join(OsStr::from_bytes(cname.to_bytes()));
+            let dirfd = top
+                .dir
+                .as_ref()
+                .expect("the top level keeps its descriptor");
+            match open_dir_at(dirfd.as_raw_fd(), cname) {
+                Ok(fd) => {
+                    let dev = stat::fstat(fd.as_fd()).map(|st| st.st_dev).unwrap_or(0);
+                    if self.opts.one_file_system && dev != root_dev {
+                        self.stats
+                            .other_fs_directories
+                            .fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    if let Some(level) = self.enter(fd, sub) {
+                        if stack.len() > OPEN_LEVELS {
+                            // Jobs already emitted keep their own reference.
+                            stack.last_mut().expect("the top level").dir = None;
+                        }
+                        stack.push(level);
+                    }
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    self.stats.vanished.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => self.error(&sub, e, "cannot open directory"),
+            }
+        }
+    }
+
+    /// A directory opened for the walk: its entries read, the regular files to map and
+    /// the directories to enter kept in path order. None when it cannot be read (said).
+    fn enter(&self, dir: OwnedFd, path: PathBuf) -> Option<Level> {
         self.stats.directories.fetch_add(1, Ordering::Relaxed);
+        let id = stat::fstat(dir.as_fd())
+            .map(|st| (st.st_dev, st.st_ino))
+            .unwrap_or((0, 0));
         let entries = match read_dir_entries(dir.as_fd()) {
             Ok(e) => e,
-            Err(e) => return self.error(&path, e, "cannot read directory"),
+            Err(e) => {
+                self.error(&path, e, "cannot read directory");
+                return None;
+            }
         };
         // Regular files to map and directories to enter, nothing else.
         let mut kept: Vec<Kept> = Vec::with_capacity(entries.list.len());
@@ -530,56 +616,16 @@ impl Walker<'_> {
                 path_order(an.to_bytes(), a.is_dir, bn.to_bytes(), b.is_dir)
             })
         });
-        let dir = std::sync::Arc::new(dir);
-        let dir_path = std::sync::Arc::new(path);
-        let mut names: Vec<u8> = Vec::new();
-        let mut count = 0;
-        let flush =
-            |names: &mut Vec<u8>, count: &mut usize, seq: &mut u64, emit: &mut dyn FnMut(Job)| {
-                if *count > 0 {
-                    emit(Job {
-                        seq: *seq,
-                        dir: Some(dir.clone()),
-                        dir_path: dir_path.clone(),
-                        names: std::mem::take(names),
-                    });
-                    *seq += 1;
-                    *count = 0;
-                }
-            };
-        for k in kept {
-            if self.stop.load(Ordering::Relaxed) {
-                return;
-            }
-            let cname = entries.name(k.start);
-            if !k.is_dir {
-                names.extend_from_slice(cname.to_bytes_with_nul());
-                count += 1;
-                if count == FILES_PER_BATCH {
-                    flush(&mut names, &mut count, seq, emit);
-                }
-                continue;
-            }
-            flush(&mut names, &mut count, seq, emit);
-            let sub = dir_path.join(OsStr::from_bytes(cname.to_bytes()));
-            match open_dir_at(dir.as_raw_fd(), cname) {
-                Ok(fd) => {
-                    let dev = stat::fstat(fd.as_fd()).map(|st| st.st_dev).unwrap_or(0);
-                    if self.opts.one_file_system && dev != root_dev {
-                        self.stats
-                            .other_fs_directories
-                            .fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    self.walk_dir(fd, sub, root_dev, seq, emit);
-                }
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                    self.stats.vanished.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => self.error(&sub, e, "cannot open directory"),
-            }
-        }
-        flush(&mut names, &mut count, seq, emit);
+        Some(Level {
+            dir: Some(std::sync::Arc::new(dir)),
+            id,
+            path: std::sync::Arc::new(path),
+            entries,
+            kept,
+            next: 0,
+            names: Vec::new(),
+            count: 0,
+        })
     }
 
     fn wanted(&self, name: &[u8]) -> bool {
@@ -889,6 +935,57 @@ impl DirEntries {
     }
 }
 
+/// Directory levels that keep their descriptor open while a subdirectory is walked; deeper
+/// ones reopen theirs through ".." (fts's approach). 256 open directories at most, far
+/// under the usual 1,024 descriptors a process may hold.
+const OPEN_LEVELS: usize = 256;
+
+/// One directory on the walk's stack.
+struct Level {
+    /// None while a subdirectory is walked below [`OPEN_LEVELS`]; reopened from it.
+    dir: Option<std::sync::Arc<OwnedFd>>,
+    /// (device, inode), to check that ".." led back to this directory.
+    id: (u64, u64),
+    path: std::sync::Arc<PathBuf>,
+    entries: DirEntries,
+    /// The entries to visit, in path order, and the next one's index.
+    kept: Vec<Kept>,
+    next: usize,
+    /// File names (each NUL-terminated) of the batch being gathered, and their count.
+    names: Vec<u8>,
+    count: usize,
+}
+
+impl Level {
+    /// Hand the gathered names to `emit` as one batch (the level has its descriptor: it is
+    /// the top of the stack).
+    fn flush(&mut self, seq: &mut u64, emit: &mut dyn FnMut(Job)) {
+        if self.count > 0 {
+            emit(Job {
+                seq: *seq,
+                dir: self.dir.clone(),
+                dir_path: self.path.clone(),
+                names: std::mem::take(&mut self.names),
+            });
+            *seq += 1;
+            self.count = 0;
+        }
+    }
+}
+
+/// The directory `id` (device, inode) opened again through `child`'s "..": an error when
+/// ".." is another directory now (the child moved since it was entered).
+fn reopen_parent(child: &OwnedFd, id: (u64, u64)) -> io::Result<OwnedFd> {
+    let fd = open_dir_at(child.as_raw_fd(), c"..")?;
+    let st = stat::fstat(fd.as_fd())?;
+    if (st.st_dev, st.st_ino) != id {
+        return Err(io::Error::other(
+            "it is no longer the parent of the directory walked below it (moved during the walk)",
+        ));
+    }
+    Ok(fd)
+}
+
 /// An entry the walk keeps, with the first bytes of its sort key as one integer.
 struct Kept {
     key: u64,
@@ -1062,6 +1159,94 @@ mod tests {
             // (at most the batches already in flight when the sink said stop).
             let dirs = stats.snapshot().directories;
             assert!(dirs < 100, "workers {workers}: {dirs} directories read");
+        }
+    }
+
+    /// A chain of `depth` directories "d", with a file "z<i>" beside every 500th level's
+    /// "d" (visited after the subtree below it, so the walk must get back up): made with
+    /// openat, since the deep paths are longer than PATH_MAX.
+    fn deep_tree(depth: usize) -> (tempfile::TempDir, usize) {
+        use nix::fcntl::{openat, OFlag};
+        use nix::sys::stat::{mkdirat, Mode};
+        use std::os::fd::FromRawFd;
+        let t = tempfile::tempdir().unwrap();
+        let mut dir = File::open(t.path()).unwrap();
+        let mut files = 0;
+        for i in 0..depth {
+            mkdirat(Some(dir.as_raw_fd()), "d", Mode::S_IRWXU).unwrap();
+            if i % 500 == 0 {
+                let fd = openat(
+                    Some(dir.as_raw_fd()),
+                    format!("z{i}").as_str(),
+                    OFlag::O_CREAT | OFlag::O_WRONLY | OFlag::O_CLOEXEC,
+                    Mode::S_IRUSR | Mode::S_IWUSR,
+                )
+                .unwrap();
+                // SAFETY: a fresh descriptor from openat, owned here.
+                let mut f = unsafe { File::from_raw_fd(fd) };
+                std::io::Write::write_all(&mut f, b"x").unwrap();
+                files += 1;
+            }
+            let fd = openat(
+                Some(dir.as_raw_fd()),
+                "d",
+                OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .unwrap();
+            // SAFETY: as above.
+            dir = unsafe { File::from_raw_fd(fd) };
+        }
+        (t, files)
+    }
+
+    /// Depth costs neither stack nor descriptors: a 3,000-deep tree is walked on a thread
+    /// with a 256 KiB stack (the recursive walk needed about 1 KiB per level), every file
+    /// is found in path order (those beside a deep subtree after it, so every level past
+    /// OPEN_LEVELS got its descriptor back through ".."), and the process never holds more
+    /// than OPEN_LEVELS and a few descriptors.
+    #[test]
+    fn deep_trees_walk_in_bounded_stack_and_descriptors() {
+        let (t, files) = deep_tree(3000);
+        let roots = std::sync::Arc::new([check_root(t.path()).unwrap()]);
+        for workers in [1, 2] {
+            let roots = roots.clone();
+            let (found, most_fds) = std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn(move || {
+                    let stats = WalkStats::default();
+                    let found = Mutex::new(Vec::new());
+                    let most_fds = AtomicU64::new(0);
+                    let errors = walk_ordered(
+                        &roots[..],
+                        &WalkOptions::default(),
+                        &stats,
+                        workers,
+                        &Vec::new,
+                        &|b: &mut Vec<PathBuf>, f| {
+                            let open = std::fs::read_dir("/proc/self/fd").unwrap().count();
+                            most_fds.fetch_max(open as u64, Ordering::Relaxed);
+                            b.push(f.path.clone());
+                        },
+                        &mut |b| {
+                            found.lock().unwrap().extend(b);
+                            ControlFlow::Continue(())
+                        },
+                    );
+                    assert!(errors.is_empty(), "{errors:?}");
+                    (found.into_inner().unwrap(), most_fds.into_inner())
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            assert_eq!(found.len(), files, "workers {workers}");
+            let mut sorted = found.clone();
+            sorted.sort_by(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()));
+            assert_eq!(found, sorted, "workers {workers}: not in path order");
+            assert!(
+                most_fds < OPEN_LEVELS as u64 + 64,
+                "workers {workers}: {most_fds} descriptors open"
+            );
         }
     }
 
