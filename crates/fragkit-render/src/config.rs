@@ -47,6 +47,9 @@ pub struct ImgConfig {
     #[serde(default = "d_max_boxes")]
     pub max_boxes: u64,
 }
+/// The tallest image the map draws, in pixels (see [`ImgConfig::parse`]).
+const MAX_IMAGE_SIDE: u64 = 32_767;
+
 fn d_columns() -> u32 {
     256
 }
@@ -218,6 +221,11 @@ impl ColorConfig {
                     continue;
                 }
                 let at = |m: &str| anyhow!("line {}: {m}", n + 1);
+                // Never cut a number to fit (4294967297 columns is not 1).
+                let small = |v: u64| {
+                    u32::try_from(v)
+                        .map_err(|_| at(&format!("{v} is too large (at most {})", u32::MAX)))
+                };
                 if let Some(special) = words[0].strip_prefix('@') {
                     if words.len() != 2 {
                         return Err(at("expected '@NAME COLOUR'"));
@@ -324,6 +332,11 @@ impl ImgConfig {
                 let norm = line.replace(['=', ':'], " ");
                 let words: Vec<&str> = norm.split_whitespace().collect();
                 let at = |m: &str| anyhow!("line {}: {m}", n + 1);
+                // Never cut a number to fit (4294967297 columns is not 1).
+                let small = |v: u64| {
+                    u32::try_from(v)
+                        .map_err(|_| at(&format!("{v} is too large (at most {})", u32::MAX)))
+                };
                 if words.len() != 2 {
                     return Err(at("expected 'KEY VALUE'"));
                 }
@@ -332,8 +345,8 @@ impl ImgConfig {
                     .map_err(|_| at(&format!("'{}' is not a whole number", words[1])))?;
                 match words[0].to_ascii_lowercase().as_str() {
                     "max_length" | "maxlength" | "max_len" => c.max_length = v,
-                    "columns" => c.columns = v as u32,
-                    "box_size" => c.box_size = v as u32,
+                    "columns" => c.columns = small(v)?,
+                    "box_size" => c.box_size = small(v)?,
                     "max_boxes" => c.max_boxes = v,
                     other => {
                         return Err(at(&format!(
@@ -357,6 +370,19 @@ impl ImgConfig {
                 c.columns
             );
         }
+        // The picture's height is rows × box_size pixels; browsers display no image taller
+        // than 32,767 pixels (Chromium's and Firefox's largest image and canvas side), and
+        // a larger one only costs memory and time to draw.
+        let most = c.columns as u64 * (MAX_IMAGE_SIDE / c.box_size as u64);
+        if c.max_boxes > most {
+            bail!(
+                "max_boxes {}: with columns {} and box_size {} the image would be {} pixels tall; expected at most {most} boxes ({MAX_IMAGE_SIDE} pixels a side)",
+                c.max_boxes,
+                c.columns,
+                c.box_size,
+                c.max_boxes.div_ceil(c.columns as u64).saturating_mul(c.box_size as u64)
+            );
+        }
         Ok(c)
     }
 }
@@ -364,6 +390,24 @@ impl ImgConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_sizes_are_checked_not_cut() {
+        let e = ImgConfig::parse("columns 4294967297\n", false).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("4294967297 is too large"),
+            "{e:#}"
+        );
+        let e = ImgConfig::parse("max_boxes 100000000\n", false).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("expected at most 2096896 boxes"),
+            "{e:#}"
+        );
+        let e = ImgConfig::parse("max_boxes = 100000000\n", true).unwrap_err();
+        assert!(format!("{e:#}").contains("max_boxes 100000000"), "{e:#}");
+        let ok = ImgConfig::parse("max_boxes 2096896\n", false).unwrap();
+        assert_eq!(ok.max_boxes, 2_096_896);
+    }
 
     #[test]
     fn shipped_configs_parse() {
