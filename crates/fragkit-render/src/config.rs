@@ -221,11 +221,6 @@ impl ColorConfig {
                     continue;
                 }
                 let at = |m: &str| anyhow!("line {}: {m}", n + 1);
-                // Never cut a number to fit (4294967297 columns is not 1).
-                let small = |v: u64| {
-                    u32::try_from(v)
-                        .map_err(|_| at(&format!("{v} is too large (at most {})", u32::MAX)))
-                };
                 if let Some(special) = words[0].strip_prefix('@') {
                     if words.len() != 2 {
                         return Err(at("expected '@NAME COLOUR'"));
