@@ -678,6 +678,10 @@ pub struct BenchIorArgs {
     /// Keep the files after the last iteration (IOR -k)
     #[arg(long)]
     pub keep: bool,
+    /// fsync at the end of each write phase, timed in it (IOR -e); without it the write
+    /// phase ends at the last write, as IOR's default
+    #[arg(long)]
+    pub fsync: bool,
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
 }

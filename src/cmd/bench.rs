@@ -423,6 +423,7 @@ fn run_ior(a: BenchIorArgs, cluster: &crate::cluster::Cluster) -> Result<i32> {
         },
         reorder: !a.no_reorder,
         keep: a.keep,
+        fsync: a.fsync,
     };
     let Some(report) = ior::run(&spec, cluster)? else {
         return Ok(0);

@@ -24,7 +24,7 @@ pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
     let fpp = matches!(r.layout, crate::bench::ior::IorLayout::FilePerProcess) as u8;
     writeln!(
         w,
-        "bench ior: {} tasks ({} per node), {}, block {}, {}; reads shifted by {} rank(s)",
+        "bench ior: {} tasks ({} per node), {}, block {}, {}{}; reads shifted by {} rank(s)",
         r.tasks,
         r.tasks_per_node,
         if fpp == 1 {
@@ -34,6 +34,11 @@ pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
         },
         short_size(r.block),
         if r.direct { "O_DIRECT" } else { "buffered" },
+        if r.fsync {
+            ", fsync at the end of each write phase (IOR -e)"
+        } else {
+            ""
+        },
         r.read_shift
     )?;
     writeln!(w, "Summary of all tests:")?;

@@ -509,6 +509,62 @@ fn ior_short_read_is_an_error_not_a_bandwidth() {
 /// A rerun that writes over kept files starts from fresh ones (as IOR does): a 4 MiB run
 /// over a kept 8 MiB file leaves a 4 MiB file, and says it removed the old one. With
 /// nothing there it says nothing.
+/// IOR's -e: without `--fsync` a write phase ends at the last write, with it each rank
+/// fdatasyncs its data inside the phase: counted with strace (the layout read after each
+/// write phase flushes dirty data by FIEMAP_FLAG_SYNC, outside the phase's time, so the
+/// device's byte counts cannot tell the two apart).
+#[test]
+fn ior_fsyncs_writes_only_when_asked() {
+    let s = scratch(FsType::Ext4, 128 << 20, &[]);
+    let d = s.mountpoint().join("ior");
+    std::fs::create_dir(&d).unwrap();
+    let dir = d.to_string_lossy().to_string();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    for fsync in [false, true] {
+        let mut cmd = std::process::Command::new("strace");
+        cmd.args(["-f", "-e", "trace=fdatasync,fsync", "-o"])
+            .arg(log.path())
+            .arg(env!("CARGO_BIN_EXE_fragkit"))
+            .args([
+                "bench",
+                "ior",
+                &dir,
+                "--block",
+                "8M",
+                "--xfer",
+                "1M",
+                "--write",
+                "--iterations",
+                "2",
+                "--file-per-process",
+            ]);
+        if fsync {
+            cmd.arg("--fsync");
+        }
+        let out = cmd
+            .output()
+            .expect("strace (scripts/install-deps installs it)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            text.contains("fsync at the end of each write phase"),
+            fsync,
+            "{text}"
+        );
+        let calls = std::fs::read_to_string(log.path()).unwrap();
+        let syncs = calls
+            .lines()
+            .filter(|l| l.contains("fdatasync(") || l.contains("fsync("))
+            .count();
+        // One per write phase (two iterations, one rank) with --fsync, none without.
+        assert_eq!(syncs, if fsync { 2 } else { 0 }, "{calls}");
+    }
+}
+
 #[test]
 fn ior_removes_existing_files_before_writing() {
     let _one_at_a_time = cache_drops();

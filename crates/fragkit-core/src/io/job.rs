@@ -68,6 +68,9 @@ pub struct JobSpec {
     /// (`io::mapping`), counting its device I/O apart: the pass then issues only data
     /// requests. Off: the pass also pays the mapping's reads, as a cold start does.
     pub read_mapping_first: bool,
+    /// A write pass ends with fdatasync (timed in it for buffered writes), so that its bytes
+    /// are on the device and counted. Off: it ends at the last write (IOR without -e).
+    pub sync_writes: bool,
 }
 
 impl JobSpec {
@@ -87,6 +90,7 @@ impl JobSpec {
             warmup: 0,
             drop_caches: true,
             read_mapping_first: true,
+            sync_writes: true,
         }
     }
 }
@@ -545,7 +549,7 @@ pub fn run_job_observed(
             &spec.path,
         )?;
         let mut seconds = seconds;
-        if spec.op == Op::Write {
+        if spec.op == Op::Write && spec.sync_writes {
             // Written data must reach the device to be counted; buffered writes pay for it.
             let t = Instant::now();
             target

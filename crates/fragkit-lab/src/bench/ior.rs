@@ -46,6 +46,9 @@ pub struct IorSpec {
     pub reorder: bool,
     /// IOR `-k`: keep the files after the last iteration.
     pub keep: bool,
+    /// IOR `-e`: fsync at the end of each write phase, inside its time (each rank its own
+    /// file or block). Off, as IOR's default: the phase ends at the last write.
+    pub fsync: bool,
 }
 
 /// One phase (write or read) of one iteration, over all ranks.
@@ -104,6 +107,8 @@ pub struct IorReport {
     pub tasks_per_node: usize,
     pub layout: IorLayout,
     pub direct: bool,
+    /// Each write phase ended with an fsync inside its time (IOR -e).
+    pub fsync: bool,
     pub block: u64,
     pub xfers: Vec<u64>,
     /// Rank r read the data of rank (r + shift) mod tasks (0: its own).
@@ -167,6 +172,7 @@ fn phase(spec: &IorSpec, op: Op, xfer: u64, path: &Path, offset: u64) -> Result<
     job.engine = EngineKind::Psync;
     job.queue_depth = 1;
     job.drop_caches = false;
+    job.sync_writes = spec.fsync;
     let t0 = Instant::now();
     run_job(&job)?;
     Ok(t0.elapsed().as_secs_f64())
@@ -272,6 +278,7 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
         tasks_per_node: tpn,
         layout: spec.layout,
         direct: spec.direct,
+        fsync: spec.fsync,
         block: spec.block,
         xfers: spec.xfers.clone(),
         read_shift: shift,
@@ -391,6 +398,7 @@ mod tests {
             layout: IorLayout::FilePerProcess,
             reorder: true,
             keep: false,
+            fsync: false,
         }
     }
 
