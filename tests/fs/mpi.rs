@@ -185,15 +185,23 @@ fn bench_ior_writes_one_file_per_rank_and_prints_iors_summary() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("Summary of all tests:"), "{text}");
-    let rows: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("write") || l.starts_with("read"))
+    // IOR's summary: a header of column names, then one row per operation and size.
+    let summary = text
+        .split("Summary of all tests:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary: {text}"));
+    let mut lines = summary.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let tasks = header.iter().position(|h| *h == "#Tasks").unwrap();
+    let fpp = header.iter().position(|h| *h == "fPP").unwrap();
+    let rows: Vec<Vec<&str>> = lines
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .take_while(|c| c.len() == header.len())
         .collect();
     assert_eq!(rows.len(), 4, "{text}");
     for row in rows {
-        let cols: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cols[8], "4", "#Tasks column: {row}");
+        assert_eq!(row[tasks], "4", "#Tasks column: {row:?}");
+        assert_eq!(row[fpp], "0", "fPP column (shared file): {row:?}");
     }
     assert!(listing(&dir).is_empty(), "files removed without --keep");
 }

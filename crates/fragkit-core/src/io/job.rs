@@ -206,6 +206,8 @@ pub struct JobResult {
     /// Read jobs: device I/O the job did not issue (other processes on the same device);
     /// None when the counters match the job or the job is a write.
     pub foreign_io: Option<ForeignIo>,
+    /// Seconds spent opening the target and reading what it is (IOR's open time).
+    pub open_seconds: f64,
 }
 
 impl JobResult {
@@ -486,7 +488,9 @@ pub fn run_job_observed(
     if spec.iterations == 0 {
         bail!("iterations 0: expected at least 1");
     }
+    let opening = Instant::now();
     let target = open_target(spec)?;
+    let open_seconds = opening.elapsed().as_secs_f64();
     let region = match spec.size {
         Some(s) => s,
         None => target.info.size.saturating_sub(spec.offset),
@@ -630,6 +634,7 @@ pub fn run_job_observed(
         mb_per_s: Summary::of(&mbs),
         iops: Summary::of(&iops),
         foreign_io,
+        open_seconds,
     })
 }
 

@@ -68,6 +68,17 @@ pub struct IorIteration {
     /// The fastest and slowest rank's own open-to-close time.
     pub rank_seconds_min: f64,
     pub rank_seconds_max: f64,
+    /// The phase's parts as IOR's Results table shows them, each the slowest rank's: open
+    /// (opening the file), wr/rd (the transfers), close (the rest: closing, and with
+    /// `--fsync` the fsync, which IOR too does at close).
+    pub open_seconds: f64,
+    pub data_seconds: f64,
+    pub close_seconds: f64,
+    /// Transfers of all ranks, and per second of the wr/rd part (IOR's IOPS).
+    pub transfers: u64,
+    pub iops: f64,
+    /// Mean time per transfer of one rank: wr/rd ÷ transfers per rank (IOR's Latency).
+    pub latency_seconds: f64,
 }
 
 /// IOR's summary line for one (operation, transfer size).
@@ -80,6 +91,11 @@ pub struct IorSummary {
     /// Population standard deviation over the iterations (IOR divides by the count).
     pub stddev_mib_per_s: f64,
     pub mean_seconds: f64,
+    /// Transfers per second over the whole phase (bandwidth ÷ transfer size, IOR's OPs).
+    pub max_ops: f64,
+    pub min_ops: f64,
+    pub mean_ops: f64,
+    pub stddev_ops: f64,
     pub xfer: u64,
     pub block: u64,
     pub tasks: usize,
@@ -116,6 +132,9 @@ pub struct IorReport {
     pub iterations: Vec<IorIteration>,
     pub summary: Vec<IorSummary>,
     pub fragments: Vec<RankFragments>,
+    /// Unix times at the start and the end of the run (IOR's Began and Finished).
+    pub began: f64,
+    pub finished: f64,
 }
 
 /// Refuse what IOR refuses: a block that is not whole transfers, empty lists.
@@ -161,8 +180,15 @@ fn place(spec: &IorSpec, r: usize) -> (PathBuf, u64) {
     }
 }
 
-/// Run one phase on this rank and return its open-to-close seconds.
-fn phase(spec: &IorSpec, op: Op, xfer: u64, path: &Path, offset: u64) -> Result<f64> {
+/// One rank's phase: open-to-close seconds, and its open and transfer parts.
+struct PhaseTimes {
+    total: f64,
+    open: f64,
+    data: f64,
+}
+
+/// Run one phase on this rank.
+fn phase(spec: &IorSpec, op: Op, xfer: u64, path: &Path, offset: u64) -> Result<PhaseTimes> {
     let mut job = JobSpec::new(path, op);
     job.block_size = xfer;
     job.size = Some(spec.block);
@@ -174,8 +200,12 @@ fn phase(spec: &IorSpec, op: Op, xfer: u64, path: &Path, offset: u64) -> Result<
     job.drop_caches = false;
     job.sync_writes = spec.fsync;
     let t0 = Instant::now();
-    run_job(&job)?;
-    Ok(t0.elapsed().as_secs_f64())
+    let r = run_job(&job)?;
+    Ok(PhaseTimes {
+        total: t0.elapsed().as_secs_f64(),
+        open: r.open_seconds,
+        data: r.iterations.iter().map(|i| i.seconds).sum(),
+    })
 }
 
 /// Fragments of this rank's data: the whole file, or the runs overlapping its block.
@@ -193,6 +223,7 @@ fn fragments_of(path: &Path, offset: u64, len: u64, layout: IorLayout) -> Result
 
 /// Every rank runs the whole benchmark; rank 0 gets the report.
 pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
+    let began = unix_now();
     cluster.agree(validate(spec).and_then(|_| {
         if !spec.dir.is_dir() {
             bail!("{}: not a directory", spec.dir.display());
@@ -220,10 +251,14 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
             }
             for (op, path, offset) in ops {
                 cluster.barrier();
-                let secs = cluster.agree(phase(spec, op, xfer, path, offset))?;
-                let all = cluster.all_gather_f64(secs);
+                let t = cluster.agree(phase(spec, op, xfer, path, offset))?;
+                let all = cluster.all_gather_f64(t.total);
+                let slowest = |v: f64| cluster.all_gather_f64(v).into_iter().fold(0.0, f64::max);
+                let (open, data) = (slowest(t.open), slowest(t.data).max(1e-9));
+                let close = slowest((t.total - t.open - t.data).max(0.0));
                 let seconds = all.iter().copied().fold(0.0, f64::max).max(1e-9);
                 let bytes = spec.block * tasks as u64;
+                let per_rank = spec.block / xfer;
                 iterations.push(IorIteration {
                     op: op.name().to_string(),
                     xfer,
@@ -235,6 +270,12 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
                     mib_per_s: bytes as f64 / (1u64 << 20) as f64 / seconds,
                     rank_seconds_min: all.iter().copied().fold(f64::INFINITY, f64::min),
                     rank_seconds_max: seconds,
+                    open_seconds: open,
+                    data_seconds: data,
+                    close_seconds: close,
+                    transfers: per_rank * tasks as u64,
+                    iops: (per_rank * tasks as u64) as f64 / data,
+                    latency_seconds: data / per_rank.max(1) as f64,
                 });
                 if op == Op::Write {
                     let n = cluster.agree(fragments_of(
@@ -285,7 +326,16 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
         iterations,
         summary,
         fragments,
+        began,
+        finished: unix_now(),
     }))
+}
+
+/// Seconds since the Unix epoch, now.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Whether this rank removes the file it writes: each rank its own, or rank 0 the shared one.
@@ -348,16 +398,29 @@ pub fn summarize(
                 continue;
             }
             let bw: Vec<f64> = mine.iter().map(|r| r.mib_per_s).collect();
+            let ops: Vec<f64> = mine
+                .iter()
+                .map(|r| r.mib_per_s * (1u64 << 20) as f64 / xfer as f64)
+                .collect();
             let secs: Vec<f64> = mine.iter().map(|r| r.seconds).collect();
-            let m = mean(&bw);
-            let var = bw.iter().map(|x| (x - m).powi(2)).sum::<f64>() / bw.len() as f64;
+            // Population standard deviation, as IOR divides by the count.
+            let sd = |v: &[f64]| {
+                let m = mean(v);
+                (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt()
+            };
+            let max = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
+            let min = |v: &[f64]| v.iter().copied().fold(f64::MAX, f64::min);
             out.push(IorSummary {
                 op: op.to_string(),
-                max_mib_per_s: bw.iter().copied().fold(f64::MIN, f64::max),
-                min_mib_per_s: bw.iter().copied().fold(f64::MAX, f64::min),
-                mean_mib_per_s: m,
-                stddev_mib_per_s: var.sqrt(),
+                max_mib_per_s: max(&bw),
+                min_mib_per_s: min(&bw),
+                mean_mib_per_s: mean(&bw),
+                stddev_mib_per_s: sd(&bw),
                 mean_seconds: mean(&secs),
+                max_ops: max(&ops),
+                min_ops: min(&ops),
+                mean_ops: mean(&ops),
+                stddev_ops: sd(&ops),
                 xfer,
                 block: spec.block,
                 tasks,
@@ -428,6 +491,12 @@ mod tests {
             mib_per_s: mib,
             rank_seconds_min: 0.0,
             rank_seconds_max: 0.0,
+            open_seconds: 0.0,
+            data_seconds: 0.0,
+            close_seconds: 0.0,
+            transfers: 0,
+            iops: 0.0,
+            latency_seconds: 0.0,
         };
         let rows = vec![
             row("write", 0, 100.0),
