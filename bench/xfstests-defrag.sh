@@ -139,7 +139,7 @@ CONFIG
     for t in generic/018 generic/324; do
       d=$results/$fs-$kind/$t
       if [[ -f $d.notrun ]]; then r="not run: $(head -1 "$d.notrun")"
-      elif [[ -f $d.out.bad ]]; then r="FAILED: $(grep -m1 -E 'changed|Failed|increased' "$d.out.bad" "$d.full" 2>/dev/null | head -1)"
+      elif [[ -f $d.out.bad ]]; then r="FAILED: $(grep -h -m1 -E 'changed|Failed|increased' "$d.out.bad" 2>/dev/null || true)"
       elif grep -q "^$t" "$work/$fs-$kind.log"; then r=passed
       else r="did not run: $(tail -3 "$work/$fs-$kind.log" | tr '\n' ' ')"; fi
       # What fragkit moved, from its own reports in the test's log.
