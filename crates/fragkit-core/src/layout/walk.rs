@@ -456,8 +456,8 @@ impl Walker<'_> {
                 }
                 Root::Dir(p) => match open_root_dir(p) {
                     Ok(dir) => {
-                        let dev = stat::fstat(dir.as_fd()).map(|st| st.st_dev).unwrap_or(0);
-                        self.walk_tree(dir, p.clone(), dev, &mut seq, emit);
+                        let id = dir_id(&dir);
+                        self.walk_tree(dir, p.clone(), id, &mut seq, emit);
                     }
                     Err(e) => self.error(p, e, "cannot open directory"),
                 },
@@ -475,12 +475,12 @@ impl Walker<'_> {
         &self,
         dir: OwnedFd,
         path: PathBuf,
-        root_dev: u64,
+        root_id: (u64, u64),
         seq: &mut u64,
         emit: &mut dyn FnMut(Job),
     ) {
         let mut stack: Vec<Level> = Vec::new();
-        if let Some(level) = self.enter(dir, path) {
+        if let Some(level) = self.enter(dir, path, root_id) {
             stack.push(level);
         }
         while let Some(top) = stack.last_mut() {
@@ -530,14 +530,14 @@ impl Walker<'_> {
                 .expect("the top level keeps its descriptor");
             match open_dir_at(dirfd.as_raw_fd(), cname) {
                 Ok(fd) => {
-                    let dev = stat::fstat(fd.as_fd()).map(|st| st.st_dev).unwrap_or(0);
-                    if self.opts.one_file_system && dev != root_dev {
+                    let id = dir_id(&fd);
+                    if self.opts.one_file_system && id.0 != root_id.0 {
                         self.stats
                             .other_fs_directories
                             .fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
-                    if let Some(level) = self.enter(fd, sub) {
+                    if let Some(level) = self.enter(fd, sub, id) {
                         if stack.len() > OPEN_LEVELS {
                             // Jobs already emitted keep their own reference.
                             stack.last_mut().expect("the top level").dir = None;
@@ -553,13 +553,11 @@ impl Walker<'_> {
         }
     }
 
-    /// A directory opened for the walk: its entries read, the regular files to map and
-    /// the directories to enter kept in path order. None when it cannot be read (said).
-    fn enter(&self, dir: OwnedFd, path: PathBuf) -> Option<Level> {
+    /// A directory opened for the walk (`id`: its [`dir_id`]): its entries read, the
+    /// regular files to map and the directories to enter kept in path order. None when it
+    /// cannot be read (said).
+    fn enter(&self, dir: OwnedFd, path: PathBuf, id: (u64, u64)) -> Option<Level> {
         self.stats.directories.fetch_add(1, Ordering::Relaxed);
-        let id = stat::fstat(dir.as_fd())
-            .map(|st| (st.st_dev, st.st_ino))
-            .unwrap_or((0, 0));
         let entries = match read_dir_entries(dir.as_fd()) {
             Ok(e) => e,
             Err(e) => {
@@ -971,6 +969,12 @@ impl Level {
             self.count = 0;
         }
     }
+}
+
+/// A directory's (device, inode), from the one fstat the walk makes of it: the device for
+/// `one_file_system`, both to check a reopen through ".." ((0, 0) when fstat fails).
+fn dir_id(dir: &OwnedFd) -> (u64, u64) {
+    stat::fstat(dir.as_fd()).map_or((0, 0), |st| (st.st_dev, st.st_ino))
 }
 
 /// The directory `id` (device, inode) opened again through `child`'s "..": an error when
