@@ -1000,21 +1000,14 @@ fn file_result(
 /// Open the scanned file read-write without following symlinks, check it is still the
 /// inode that was scanned and may be touched; also open its directory for temp files.
 fn open_target(path: &Path, key: (u64, u64)) -> std::result::Result<(File, File), String> {
-    // O_NOATIME: reading the ranges to copy and check them leaves the file's atime as it
-    // was (as xfs_fsr and e4defrag do); refused (EPERM) unless the caller owns the file or
-    // has CAP_FOWNER, and then opened without it.
+    // Without atime updates: reading the ranges to copy and check them leaves the file's
+    // atime as it was (as xfs_fsr and e4defrag do).
     let open = |write: bool| {
-        let with = |flags| {
-            OpenOptions::new()
-                .read(true)
-                .write(write)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | flags)
-                .open(path)
-        };
-        with(libc::O_NOATIME).or_else(|e| match e.raw_os_error() {
-            Some(libc::EPERM) => with(0),
-            _ => Err(e),
-        })
+        fragkit_sys::openat::open_without_atime(
+            OpenOptions::new().read(true).write(write),
+            libc::O_NOFOLLOW | libc::O_NONBLOCK,
+            path,
+        )
     };
     let same_inode = |f: &File| -> std::result::Result<(), String> {
         let m = f.metadata().map_err(|e| format!("cannot stat: {e}"))?;

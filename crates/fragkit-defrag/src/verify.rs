@@ -24,7 +24,7 @@
 use std::cell::{Cell, OnceCell, RefCell, RefMut};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 
 use xxhash_rust::xxh3::Xxh3;
 
@@ -241,17 +241,11 @@ fn coalesced(ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
 /// `f` again with O_DIRECT; with O_NOATIME too where permitted, so that checking the file
 /// leaves its atime as it was.
 fn open_direct(f: &File) -> std::io::Result<File> {
-    let path = format!("/proc/self/fd/{}", f.as_raw_fd());
-    let with = |flags| {
-        OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT | flags)
-            .open(&path)
-    };
-    with(libc::O_NOATIME).or_else(|e| match e.raw_os_error() {
-        Some(libc::EPERM) => with(0),
-        _ => Err(e),
-    })
+    fragkit_sys::openat::open_without_atime(
+        OpenOptions::new().read(true),
+        libc::O_DIRECT,
+        std::path::Path::new(&format!("/proc/self/fd/{}", f.as_raw_fd())),
+    )
 }
 
 /// The O_DIRECT after-reads: SLOTS reads of up to PIECE bytes in flight, in one buffer

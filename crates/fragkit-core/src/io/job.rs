@@ -267,18 +267,10 @@ fn open_target(spec: &JobSpec) -> Result<Target> {
     // root): an atime update is a metadata write, which after a cache drop can read the
     // inode's block back inside the pass (1-3 reads more than predicted on ext4 and xfs
     // in the first pass after a write; none with O_NOATIME).
-    let no_atime = if spec.op == Op::Read && !is_blockdev {
-        libc::O_NOATIME
+    let opened = if spec.op == Op::Read && !is_blockdev {
+        fragkit_sys::openat::open_without_atime(&opts, direct, &spec.path)
     } else {
-        0
-    };
-    opts.custom_flags(direct | no_atime);
-    let opened = match opts.open(&spec.path) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) && no_atime != 0 => {
-            opts.custom_flags(direct);
-            opts.open(&spec.path)
-        }
-        other => other,
+        opts.custom_flags(direct).open(&spec.path)
     };
     let mut file = match opened {
         Ok(f) => f,
