@@ -41,6 +41,29 @@ pub fn statx_fd(fd: BorrowedFd<'_>, mask: libc::c_uint) -> io::Result<libc::stat
     Ok(st)
 }
 
+/// A file's atime, mtime and ctime (seconds, nanoseconds each), as stat(2) gives them.
+pub type Times = [(i64, i64); 3];
+
+/// The times in `m`.
+pub fn times(m: &std::fs::Metadata) -> Times {
+    use std::os::unix::fs::MetadataExt;
+    [
+        (m.atime(), m.atime_nsec()),
+        (m.mtime(), m.mtime_nsec()),
+        (m.ctime(), m.ctime_nsec()),
+    ]
+}
+
+/// Which of "atime", "mtime" and "ctime" differ between two samples.
+pub fn times_changed(before: &Times, after: &Times) -> Vec<&'static str> {
+    ["atime", "mtime", "ctime"]
+        .into_iter()
+        .zip(before.iter().zip(after))
+        .filter(|(_, (b, a))| b != a)
+        .map(|(name, _)| name)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::fd::{AsFd, AsRawFd};

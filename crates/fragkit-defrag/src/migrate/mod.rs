@@ -95,33 +95,21 @@ pub(crate) fn stamp(f: &File) -> Option<Stamp> {
     })
 }
 
-/// A file's atime, mtime and ctime (s, ns each), as `stat` shows them.
-pub(crate) type Times = [(i64, i64); 3];
-
-/// The file's times now (None when fstat fails).
-pub(crate) fn times(f: &File) -> Option<Times> {
-    use std::os::unix::fs::MetadataExt;
-    f.metadata().ok().map(|m| {
-        [
-            (m.atime(), m.atime_nsec()),
-            (m.mtime(), m.mtime_nsec()),
-            (m.ctime(), m.ctime_nsec()),
-        ]
-    })
+/// The file's atime, mtime and ctime now (None when fstat fails).
+pub(crate) fn times(f: &File) -> Option<fragkit_sys::stat::Times> {
+    f.metadata().ok().map(|m| fragkit_sys::stat::times(&m))
 }
 
 /// Which of atime, mtime and ctime differ between two samples ("unknown" when either
 /// could not be read).
-pub(crate) fn times_changed(before: Option<Times>, after: Option<Times>) -> Vec<&'static str> {
-    let (Some(b), Some(a)) = (before, after) else {
-        return vec!["unknown"];
-    };
-    ["atime", "mtime", "ctime"]
-        .into_iter()
-        .zip(b.iter().zip(a.iter()))
-        .filter(|(_, (b, a))| b != a)
-        .map(|(name, _)| name)
-        .collect()
+pub(crate) fn times_changed(
+    before: Option<fragkit_sys::stat::Times>,
+    after: Option<fragkit_sys::stat::Times>,
+) -> Vec<&'static str> {
+    match (before, after) {
+        (Some(b), Some(a)) => fragkit_sys::stat::times_changed(&b, &a),
+        _ => vec!["unknown"],
+    }
 }
 
 /// For a primitive that changes the file's times itself (xfs's commit, a rewrite): the

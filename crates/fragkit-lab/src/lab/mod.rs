@@ -179,19 +179,14 @@ pub struct TimesKept {
     pub changed: Vec<String>,
 }
 
-/// Each file's atime, mtime and ctime (s, ns) under `mp`/work (None: not stat-able).
-fn file_times(mp: &Path, names: &[String]) -> Vec<Option<[(i64, i64); 3]>> {
-    use std::os::unix::fs::MetadataExt;
+/// Each file's atime, mtime and ctime under `mp`/work (None: not stat-able).
+fn file_times(mp: &Path, names: &[String]) -> Vec<Option<fragkit_sys::stat::Times>> {
     names
         .iter()
         .map(|n| {
-            fs::symlink_metadata(mp.join("work").join(n)).ok().map(|m| {
-                [
-                    (m.atime(), m.atime_nsec()),
-                    (m.mtime(), m.mtime_nsec()),
-                    (m.ctime(), m.ctime_nsec()),
-                ]
-            })
+            fs::symlink_metadata(mp.join("work").join(n))
+                .ok()
+                .map(|m| fragkit_sys::stat::times(&m))
         })
         .collect()
 }
@@ -199,19 +194,14 @@ fn file_times(mp: &Path, names: &[String]) -> Vec<Option<[(i64, i64); 3]>> {
 /// The files whose times differ between two [`file_times`] samples.
 fn times_kept(
     names: &[String],
-    before: &[Option<[(i64, i64); 3]>],
-    after: &[Option<[(i64, i64); 3]>],
+    before: &[Option<fragkit_sys::stat::Times>],
+    after: &[Option<fragkit_sys::stat::Times>],
 ) -> TimesKept {
     let mut t = TimesKept::default();
     for ((name, b), a) in names.iter().zip(before).zip(after) {
         t.files += 1;
-        let changed: Vec<&str> = match (b, a) {
-            (Some(b), Some(a)) => ["atime", "mtime", "ctime"]
-                .into_iter()
-                .zip(b.iter().zip(a))
-                .filter(|(_, (b, a))| b != a)
-                .map(|(n, _)| n)
-                .collect(),
+        let changed = match (b, a) {
+            (Some(b), Some(a)) => fragkit_sys::stat::times_changed(b, a),
             _ => vec!["unknown (stat failed)"],
         };
         if changed.is_empty() {
