@@ -26,10 +26,8 @@ pub fn run(args: ScanArgs) -> Result<i32> {
     if let Some(0) = args.threads {
         bail!("--threads 0: expected at least 1 worker thread");
     }
-    if let (Some(n), Some(max)) = (args.threads, crate::sys::vm::threads_max()) {
-        if n as u64 > max {
-            bail!("--threads {n}: more threads than this system allows ({max}, /proc/sys/kernel/threads-max)");
-        }
+    if let Some(n) = args.threads {
+        fragkit_core::limits::require_threads("--threads", n as u64)?;
     }
     // Bad model parameters fail before anything is scanned.
     let model = match &args.model {

@@ -9,6 +9,7 @@
 pub mod freespace;
 pub mod io;
 pub mod layout;
+pub mod limits;
 pub mod metrics;
 pub mod scan;
 pub mod scratch;

@@ -488,11 +488,14 @@ pub fn run(spec: &FilebenchSpec) -> Result<FilebenchReport> {
             spec.dir.display()
         );
     }
-    super::require_threads("--threads", spec.threads as u64)?;
+    fragkit_core::limits::require_threads("--threads", spec.threads as u64)?;
     // The plan holds a few words per file; the files themselves must fit (their mean size
     // times their count, before preallocation and appends).
-    super::require_memory(&format!("--files {}", spec.files), spec.files as u128 * 64)?;
-    super::require_room(
+    fragkit_core::limits::require_memory(
+        &format!("--files {}", spec.files),
+        spec.files as u128 * 64,
+    )?;
+    fragkit_core::limits::require_room(
         &format!(
             "--files {} of mean size {}",
             spec.files, spec.mean_file_size
@@ -501,7 +504,7 @@ pub fn run(spec: &FilebenchSpec) -> Result<FilebenchReport> {
         spec.files as u128 * spec.mean_file_size as u128,
         spec.files,
     )?;
-    super::require_memory(
+    fragkit_core::limits::require_memory(
         &format!("--iosize {} / --append {}", spec.iosize, spec.append_max),
         spec.iosize.max(spec.append_max) as u128,
     )?;

@@ -129,8 +129,8 @@ pub fn run(spec: &FileserverSpec) -> Result<FileserverReport> {
             spec.dir.display()
         );
     }
-    super::require_threads("--threads", spec.threads as u64)?;
-    super::require_room(
+    fragkit_core::limits::require_threads("--threads", spec.threads as u64)?;
+    fragkit_core::limits::require_room(
         &format!("--files {} of {} bytes", spec.files, spec.file_size),
         &spec.dir,
         spec.files as u128 * spec.file_size as u128,

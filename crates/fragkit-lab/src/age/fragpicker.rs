@@ -90,7 +90,7 @@ pub fn synthetic(
     if !dir.is_dir() {
         fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     }
-    super::require_room(
+    fragkit_core::limits::require_room(
         &format!("--files {files} of --size {size}"),
         dir,
         files as u128 * (rounds * ROUND_BYTES) as u128,

@@ -192,7 +192,7 @@ pub fn build(spec: &HypotheticalSpec) -> Result<HypotheticalReport> {
         bail!("--direct needs --chunk and --stripe to be multiples of 4096");
     }
     // The write buffer holds one stripe (or 32 chunks).
-    super::require_memory(
+    fragkit_core::limits::require_memory(
         &format!("--stripe {} with --chunk {g}", spec.stripe),
         (32 * g as u128).max(spec.stripe as u128),
     )?;

@@ -75,7 +75,7 @@ pub fn run(spec: &SqliteSpec) -> Result<SqliteReport> {
             spec.dir.display()
         );
     }
-    super::require_memory(
+    fragkit_core::limits::require_memory(
         &format!("--dummy {}", spec.dummy_bytes),
         spec.dummy_bytes as u128,
     )?;
