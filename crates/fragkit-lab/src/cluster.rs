@@ -176,15 +176,16 @@ impl Cluster {
         }
     }
 
-    /// Every rank's `x`, in rank order, on every rank.
-    pub(crate) fn all_gather_f64(&self, x: f64) -> Vec<f64> {
+    /// Every rank's `xs` (the same length on every rank), rank after rank, on every rank:
+    /// several values in one collective.
+    pub(crate) fn all_gather_f64s(&self, xs: &[f64]) -> Vec<f64> {
         match &self.inner {
-            Inner::Solo => vec![x],
+            Inner::Solo => xs.to_vec(),
             #[cfg(feature = "mpi")]
             Inner::Mpi { world, .. } => {
                 use mpi::collective::CommunicatorCollectives;
-                let mut out = vec![0f64; self.size];
-                world.all_gather_into(&x, &mut out[..]);
+                let mut out = vec![0f64; self.size * xs.len()];
+                world.all_gather_into(xs, &mut out[..]);
                 out
             }
         }
@@ -383,7 +384,7 @@ mod tests {
         let c = Cluster::solo();
         assert_eq!((c.rank(), c.size(), c.is_root()), (0, 1, true));
         c.barrier();
-        assert_eq!(c.all_gather_f64(2.5), vec![2.5]);
+        assert_eq!(c.all_gather_f64s(&[2.5, 1.0]), vec![2.5, 1.0]);
         assert_eq!(c.broadcast_u64(7), 7);
         assert_eq!(c.broadcast(Some(&vec![1u8, 2])).unwrap(), vec![1u8, 2]);
         assert_eq!(c.gather(&"x".to_string()).unwrap(), Some(vec!["x".into()]));

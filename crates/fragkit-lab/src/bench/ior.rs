@@ -252,10 +252,16 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
             for (op, path, offset) in ops {
                 cluster.barrier();
                 let t = cluster.agree(phase(spec, op, xfer, path, offset))?;
-                let all = cluster.all_gather_f64(t.total);
-                let slowest = |v: f64| cluster.all_gather_f64(v).into_iter().fold(0.0, f64::max);
-                let (open, data) = (slowest(t.open), slowest(t.data).max(1e-9));
-                let close = slowest((t.total - t.open - t.data).max(0.0));
+                // Every rank's [total, open, data] in one collective; each part the
+                // slowest rank's, close the rest of the phase.
+                let gathered = cluster.all_gather_f64s(&[t.total, t.open, t.data]);
+                let ranks: Vec<&[f64]> = gathered.chunks(3).collect();
+                let all: Vec<f64> = ranks.iter().map(|r| r[0]).collect();
+                let slowest =
+                    |part: fn(&[f64]) -> f64| ranks.iter().map(|r| part(r)).fold(0.0, f64::max);
+                let open = slowest(|r| r[1]);
+                let data = slowest(|r| r[2]).max(1e-9);
+                let close = slowest(|r| (r[0] - r[1] - r[2]).max(0.0));
                 let seconds = all.iter().copied().fold(0.0, f64::max).max(1e-9);
                 let bytes = spec.block * tasks as u64;
                 let per_rank = spec.block / xfer;
