@@ -84,6 +84,13 @@ pub fn short_size(n: u64) -> String {
     n.to_string()
 }
 
+/// Seconds since the Unix epoch, now (0 on a clock set before 1970).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// "YYYY-MM-DD HH:MM:SS" UTC for a Unix time (days-to-civil, proleptic Gregorian).
 pub fn utc(t: f64) -> String {
     let secs = t.floor() as i64;

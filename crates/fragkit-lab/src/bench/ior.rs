@@ -223,7 +223,7 @@ fn fragments_of(path: &Path, offset: u64, len: u64, layout: IorLayout) -> Result
 
 /// Every rank runs the whole benchmark; rank 0 gets the report.
 pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
-    let began = unix_now();
+    let began = fragkit_core::units::unix_now();
     cluster.agree(validate(spec).and_then(|_| {
         if !spec.dir.is_dir() {
             bail!("{}: not a directory", spec.dir.display());
@@ -333,15 +333,8 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
         summary,
         fragments,
         began,
-        finished: unix_now(),
+        finished: fragkit_core::units::unix_now(),
     }))
-}
-
-/// Seconds since the Unix epoch, now.
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Whether this rank removes the file it writes: each rank its own, or rank 0 the shared one.

@@ -1060,10 +1060,7 @@ fn machine(image_dir: &Path) -> Machine {
 }
 
 fn utc_now() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    fragkit_core::units::utc(now)
+    fragkit_core::units::utc(fragkit_core::units::unix_now())
 }
 
 #[cfg(test)]

@@ -217,7 +217,7 @@ impl Runner {
         let log = format!("logs/{n:02}-{slug}.log");
         let log_file = fs::File::create(self.out.join(&log))?;
         let t = Instant::now();
-        let started = epoch_seconds();
+        let started = fragkit_core::units::unix_now();
         let mut child = Command::new(program)
             .args(args)
             .stdin(match self.stdin.as_ref().map(OwnedFd::try_clone) {
@@ -266,7 +266,11 @@ impl Runner {
                 .create(true)
                 .append(true)
                 .open(self.out.join("logs/steps.times"))?;
-            writeln!(times, "{n} {started:.3} {:.3} {code}", epoch_seconds())?;
+            writeln!(
+                times,
+                "{n} {started:.3} {:.3} {code}",
+                fragkit_core::units::unix_now()
+            )?;
         }
         self.steps.push(StepRecord {
             n,
@@ -311,12 +315,6 @@ fn stop_child(child: &mut std::process::Child) {
     }
     let _ = child.kill();
     let _ = child.wait();
-}
-
-fn epoch_seconds() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// One argument as sh reads it back unchanged: plain words as they are, words holding a
