@@ -42,10 +42,18 @@ fn pp(x: f64) -> String {
     format!("{x:<10.decimals$} ")
 }
 
-/// This machine's name, as IOR's "Machine" line gives it (its system and host name).
+/// This machine's name, as IOR's "Machine" line gives it: uname's system and node name.
 fn machine() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    format!("Linux {}", host.trim())
+    nix::sys::utsname::uname().map_or_else(
+        |_| String::new(),
+        |u| {
+            format!(
+                "{} {}",
+                u.sysname().to_string_lossy(),
+                u.nodename().to_string_lossy()
+            )
+        },
+    )
 }
 
 /// IOR's output: the header and Options block, the Results table (one row per phase of
@@ -115,9 +123,8 @@ pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
     writeln!(w)?;
     writeln!(w, "Results: ")?;
     writeln!(w)?;
-    writeln!(
-        w,
-        "{:<9} {:<10} {:<10} {:<11} {:<10} {:<10} {:<10} {:<10} {:<10} {:<10} {:<4}",
+    // The column names, then each underlined with as many dashes as IOR prints.
+    let names = [
         "access",
         "bw(MiB/s)",
         "IOPS",
@@ -128,23 +135,16 @@ pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
         "wr/rd(s)",
         "close(s)",
         "total(s)",
-        "iter"
-    )?;
-    writeln!(
-        w,
-        "{:<9} {:<10} {:<10} {:<11} {:<10} {:<10} {:<10} {:<10} {:<10} {:<10} {:<4}",
-        "------",
-        "---------",
-        "----",
-        "----------",
-        "----------",
-        "---------",
-        "--------",
-        "--------",
-        "--------",
-        "--------",
-        "----"
-    )?;
+        "iter",
+    ];
+    let dashes = [6, 9, 4, 10, 10, 9, 8, 8, 8, 8, 4].map(|n| "-".repeat(n));
+    for row in [names.map(String::from), dashes] {
+        writeln!(
+            w,
+            "{:<9} {:<10} {:<10} {:<11} {:<10} {:<10} {:<10} {:<10} {:<10} {:<10} {:<4}",
+            row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[10]
+        )?;
+    }
     for it in &r.iterations {
         write!(w, "{:<10}", it.op)?;
         write!(w, "{}{}", pp(it.mib_per_s), pp(it.iops))?;
