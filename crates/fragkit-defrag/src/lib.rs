@@ -727,11 +727,13 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         shared: sh,
         file: &file,
     };
+    let for_primitive = migrator.open_for_primitive(&file, &dir);
     let ctx = MoveCtx {
         path,
         migrator: &*migrator,
         file: &file,
         dir: &dir,
+        for_primitive: for_primitive.as_ref(),
         block_size: entry.file.fs.block_size as u64,
         goal: goal_for(&opts.mode, opts.request_size),
         request_size: opts.request_size,
@@ -1058,6 +1060,8 @@ struct MoveCtx<'a> {
     migrator: &'a dyn migrate::Migrator,
     file: &'a File,
     dir: &'a File,
+    /// The migrator's own descriptor of the file, opened once for all its ranges.
+    for_primitive: Option<&'a File>,
     block_size: u64,
     goal: Goal,
     request_size: u64,
@@ -1166,6 +1170,7 @@ fn migrate_one(
     let target = Target {
         file,
         dir: ctx.dir,
+        for_primitive: ctx.for_primitive,
         size,
         block_size: ctx.block_size,
         extents: &extents,

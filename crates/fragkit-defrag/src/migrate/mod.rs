@@ -29,6 +29,8 @@ use fragkit_sys::fsinfo::{BTRFS_MAGIC, EXT4_MAGIC, F2FS_MAGIC, XFS_MAGIC};
 pub struct Target<'a> {
     pub file: &'a File,
     pub dir: &'a File,
+    /// What [`Migrator::open_for_primitive`] opened for this file, if anything.
+    pub for_primitive: Option<&'a File>,
     pub size: u64,
     pub block_size: u64,
     pub extents: &'a [Extent],
@@ -177,6 +179,11 @@ pub enum SkipKind {
 pub(crate) trait Migrator: Sync {
     /// The primitive used, for reports ("EXT4_IOC_MOVE_EXT").
     fn primitive(&self) -> &'static str;
+    /// A second descriptor of `file` that the primitive is to be issued through, opened
+    /// once per file (`dir`: its directory); None: the file's own.
+    fn open_for_primitive(&self, _file: &File, _dir: &File) -> Option<File> {
+        None
+    }
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome>;
 }
 

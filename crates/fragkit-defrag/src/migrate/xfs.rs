@@ -7,6 +7,8 @@
 //! exchange leaves mtime and ctime alone for (as xfs_fsr's XFS_IOC_SWAPEXT does); where
 //! that open is refused (no CAP_SYS_ADMIN) the commit sets them, and the caller is told.
 
+use std::fs::File;
+
 use anyhow::Result;
 use fragkit_sys::xfs_commit;
 
@@ -22,6 +24,11 @@ impl Migrator for CommitRange {
         "XFS_IOC_COMMIT_RANGE"
     }
 
+    /// The file opened through its handle: the commit keeps its times through it.
+    fn open_for_primitive(&self, file: &File, dir: &File) -> Option<File> {
+        xfs_commit::open_keeping_times(file, dir).ok()
+    }
+
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
         // The exchanged range may end at EOF unaligned, never past it.
         let length = length.min(t.size.saturating_sub(offset));
@@ -31,9 +38,8 @@ impl Migrator for CommitRange {
                 "range lies past end of file",
             )));
         }
-        // A descriptor the commit keeps the times through; else the file's own.
-        let keeping = xfs_commit::open_keeping_times(t.file, t.dir).ok();
-        let into = keeping.as_ref().unwrap_or(t.file);
+        // The descriptor the commit keeps the times through; else the file's own.
+        let into = t.for_primitive.unwrap_or(t.file);
         for _attempt in 0..3 {
             let commit = match xfs_commit::start_commit(into) {
                 Ok(c) => c,
@@ -61,7 +67,7 @@ impl Migrator for CommitRange {
                 return Ok(RangeOutcome::Moved {
                     bytes: length,
                     judged,
-                    restamped: keeping.is_none().then(|| Restamp {
+                    restamped: t.for_primitive.is_none().then(|| Restamp {
                         began,
                         ended: stamp(t.file),
                     }),
