@@ -460,16 +460,29 @@ pub enum EngineArg {
 
 #[derive(Args, Debug)]
 pub struct BenchFast24Args {
-    /// SQLite 1000 records and fileserver 1000 files instead of the artifact's 10000 each
+    /// Fileserver 1000 files instead of the artifact's 10000
     #[arg(long)]
     pub quick: bool,
+    /// Run only these workload families (comma-separated) [default: all three]
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY")]
+    pub only: Vec<Fast24Family>,
     #[arg(long, default_value_t = crate::age::DEFAULT_SEED)]
     pub seed: u64,
-    /// Keep each run's block trace (ext4 journal dropped) in DIR for `fragkit ssd`
+    /// Keep each run's block trace in DIR for `fragkit ssd`
     #[arg(long, value_name = "DIR")]
     pub keep_traces: Option<PathBuf>,
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Fast24Family {
+    /// The four hypothetical rows (append/overwrite × worst/random)
+    Hypothetical,
+    /// SQLite grown beside a dummy file, read by a full table scan
+    Sqlite,
+    /// filebench's fileserver appends, read whole
+    Fileserver,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -241,12 +241,24 @@ fn run_sweep(a: BenchSweepArgs) -> Result<i32> {
 fn run_fast24(a: crate::cli::BenchFast24Args) -> Result<i32> {
     use crate::bench::fast24;
     crate::scratch::require_root("bench fast24")?;
+    use crate::cli::Fast24Family as F;
+    let only: Vec<fast24::Family> = a
+        .only
+        .iter()
+        .map(|f| match f {
+            F::Hypothetical => fast24::Family::Hypothetical,
+            F::Sqlite => fast24::Family::Sqlite,
+            F::Fileserver => fast24::Family::Fileserver,
+        })
+        .collect();
     let spec = fast24::Fast24Spec {
+        only,
+        images_in: fast24::images_dir(),
         quick: a.quick,
         seed: a.seed,
         traces: a.keep_traces,
     };
-    let bar = progress(fast24::RUNS, "runs");
+    let bar = progress(fast24::runs(&spec.only), "runs");
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
     let report = fast24::run(&spec, &mut |name| {
         bar.set_message(format!("last: {name}"));

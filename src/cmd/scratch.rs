@@ -21,6 +21,7 @@ pub fn run(action: ScratchAction) -> Result<i32> {
                 fs,
                 size,
                 dir,
+                parent: None,
                 mkfs_args: mkfs_args
                     .map(|a| a.split_whitespace().map(String::from).collect())
                     .unwrap_or_default(),

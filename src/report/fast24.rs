@@ -49,8 +49,12 @@ pub fn table(w: &mut dyn Write, r: &Fast24Report) -> io::Result<()> {
     }
     writeln!(
         w,
-        "\nMiB/s (2^20 bytes/s, the paper's unit). modeled: the run's block trace (ext4 with its journal on another device, recorded with the modeled NVMe's queue limits, read phase timed) on the fast24 SSD; approach rows: the fragmented run's trace with the model's approach. real: the loop device (hypothetical approach rows: the artifact's pseudo approach). paper: fast24_ae README results.{}",
-        if r.quick { " --quick: SQLite 1000 records, fileserver 1000 files." } else { "" }
+        "\nMiB/s (2^20 bytes/s, the paper's unit). modeled: the run's block trace (ext4 with its journal on another device, recorded with the modeled NVMe's queue limits, read phase timed) on the fast24 SSD; approach rows: the fragmented run's trace with the model's approach. real: the loop device over {} (hypothetical approach rows: the artifact's pseudo approach). paper: fast24_ae README results.{}",
+        match &r.images_in {
+            Some(d) => format!("images in {} (RAM)", d.display()),
+            None => "images in $TMPDIR".to_string(),
+        },
+        if r.quick { " --quick: fileserver 1000 files." } else { "" }
     )?;
     writeln!(w, "\nruns:")?;
     for run in &r.runs {

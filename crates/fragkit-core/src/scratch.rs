@@ -104,6 +104,9 @@ pub struct ScratchSpec {
     pub size: u64,
     /// Where to keep the image and mount point; a fresh temporary directory if None.
     pub dir: Option<PathBuf>,
+    /// With `dir` None: make the fresh temporary directory here instead of in $TMPDIR
+    /// (e.g. /dev/shm, so the image lives in RAM).
+    pub parent: Option<PathBuf>,
     pub mkfs_args: Vec<String>,
     pub mount_options: Option<String>,
     /// ext4 only: put the journal on a second loop device of this many bytes
@@ -118,6 +121,7 @@ impl ScratchSpec {
             fs,
             size,
             dir: None,
+            parent: None,
             mkfs_args: Vec::new(),
             mount_options: None,
             external_journal: None,
@@ -215,7 +219,13 @@ impl Scratch {
                 spec.size
             );
         }
-        let mut guard = Scratch::begin(fs, spec.size, spec.dir.as_deref(), random_uuid()?)?;
+        let mut guard = Scratch::begin(
+            fs,
+            spec.size,
+            spec.dir.as_deref(),
+            spec.parent.as_deref(),
+            random_uuid()?,
+        )?;
         let f = fs::File::create(&guard.info.image)
             .with_context(|| format!("{}", guard.info.image.display()))?;
         f.set_len(spec.size).with_context(|| {
@@ -279,7 +289,13 @@ impl Scratch {
             );
         }
         // The copy carries the source's UUID, so it carries the same id.
-        let mut guard = Scratch::begin(fs, self.info.size, dir.as_deref(), self.info.id.clone())?;
+        let mut guard = Scratch::begin(
+            fs,
+            self.info.size,
+            dir.as_deref(),
+            None,
+            self.info.id.clone(),
+        )?;
         {
             let _frozen = Frozen::freeze(&self.info.mountpoint)
                 .map_err(|e| anyhow!("{}: cannot freeze: {e}", self.info.mountpoint.display()))?;
@@ -301,8 +317,14 @@ impl Scratch {
 
     /// A new scratch directory with its marker; the returned guard undoes everything
     /// done from here on if a later step fails.
-    fn begin(fs: FsType, size: u64, dir: Option<&Path>, id: String) -> Result<Scratch> {
-        let (dir, created_dir) = new_scratch_dir(dir)?;
+    fn begin(
+        fs: FsType,
+        size: u64,
+        dir: Option<&Path>,
+        parent: Option<&Path>,
+        id: String,
+    ) -> Result<Scratch> {
+        let (dir, created_dir) = new_scratch_dir(dir, parent)?;
         let info = ScratchInfo {
             version: 2,
             id,
@@ -547,7 +569,7 @@ fn enable_xfs_exchange_range(dev: &Path) -> Result<()> {
 }
 
 /// The directory a new scratch file system lives in, and whether fragkit made it.
-fn new_scratch_dir(dir: Option<&Path>) -> Result<(PathBuf, bool)> {
+fn new_scratch_dir(dir: Option<&Path>, parent: Option<&Path>) -> Result<(PathBuf, bool)> {
     match dir {
         Some(d) => {
             // A --dir fragkit makes is fragkit's to remove again (on failure and destroy).
@@ -559,10 +581,14 @@ fn new_scratch_dir(dir: Option<&Path>) -> Result<(PathBuf, bool)> {
             Ok((d.canonicalize()?, !existed))
         }
         None => {
-            let d = tempfile::Builder::new()
-                .prefix("fragkit-scratch-")
-                .tempdir()
-                .context("cannot create a temporary directory")?;
+            let mut b = tempfile::Builder::new();
+            b.prefix("fragkit-scratch-");
+            let d = match parent {
+                Some(p) => b.tempdir_in(p).with_context(|| {
+                    format!("cannot create a temporary directory in {}", p.display())
+                })?,
+                None => b.tempdir().context("cannot create a temporary directory")?,
+            };
             Ok((d.keep().canonicalize()?, true))
         }
     }
