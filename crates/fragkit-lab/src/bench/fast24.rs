@@ -166,7 +166,7 @@ fn recorded_run(
         std::fs::write(&p, trace.to_json() + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
     }
-    let (write_order, approach) = model(&trace)?;
+    let (write_order, approach) = model(&trace, readers(name))?;
     Ok(Run {
         name: name.to_string(),
         read,
@@ -178,11 +178,31 @@ fn recorded_run(
     })
 }
 
-/// The trace replayed under `fast24`, in write order and with the approach.
-pub fn model(trace: &BlockTrace) -> Result<(fragkit_core::ssd::Report, fragkit_core::ssd::Report)> {
+/// How a run's read phase is replayed: None keeps the recording's overlap; Some(n): n
+/// closed-loop readers (`Ssd::closed_reads`), for a read phase of n threads each
+/// issuing one request at a time, where which requests overlapped on the recording
+/// device was a matter of its speed and of the scheduler (fileserver_read.f: `nthreads`
+/// 10, each open / readwholefile 1 MiB directio / close).
+pub fn readers(run: &str) -> Option<u32> {
+    run.starts_with("fileserver").then_some(FILESERVER_READERS)
+}
+
+/// fileserver_read.f's `set $nthreads=10`.
+const FILESERVER_READERS: u32 = 10;
+
+/// The trace replayed under `fast24`, in write order and with the approach; the read
+/// phase (every read left in the trace) by `readers` closed-loop readers when given.
+pub fn model(
+    trace: &BlockTrace,
+    readers: Option<u32>,
+) -> Result<(fragkit_core::ssd::Report, fragkit_core::ssd::Report)> {
     let p = Params::fast24();
-    let w = Ssd::replay(&p, Placement::WriteOrder, &trace.requests).map_err(|e| anyhow!("{e}"))?;
-    let a = Ssd::replay(&p, Placement::Approach, &trace.requests).map_err(|e| anyhow!("{e}"))?;
+    let replay = |pl| match readers {
+        Some(n) => Ssd::replay_closed(&p, pl, &trace.requests, 0, n),
+        None => Ssd::replay(&p, pl, &trace.requests),
+    };
+    let w = replay(Placement::WriteOrder).map_err(|e| anyhow!("{e}"))?;
+    let a = replay(Placement::Approach).map_err(|e| anyhow!("{e}"))?;
     Ok((w, a))
 }
 
