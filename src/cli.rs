@@ -540,8 +540,9 @@ pub struct BenchIoArgs {
     pub cold_mapping: bool,
     /// Read jobs: also replay the first measured iteration's requests on a modeled SSD
     /// (fast24, nvme-a, nvme-b, sata-a, sata-b, or g,S; see `fragkit ssd`) and print its
-    /// MB/s and die collisions beside the real figures (needs --direct)
-    #[arg(long, value_name = "PRESET|g,S")]
+    /// MB/s and die collisions beside the real figures, or on the modeled disk (hdd,
+    /// hdd@OFFSET; see docs/hdd.md) with its seeks (needs --direct)
+    #[arg(long, value_name = "PRESET|g,S|hdd")]
     pub model: Option<String>,
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]

@@ -91,7 +91,7 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
         Some(_) if !a.direct => bail!(
             "--model: needs --direct (buffered reads reach the device as the page cache's readahead, not as the job's requests)"
         ),
-        Some(m) => Some(super::ssd::model_params(m, None)?),
+        Some(m) => Some(crate::bench::DeviceModel::parse(m)?),
         None => None,
     };
     let total = a.files.len() as u64 * (a.iterations + a.warmup) as u64;
@@ -103,14 +103,21 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
         let result = engine_io::run_job_observed(&spec, &mut |_, _| bar.inc(1))?;
         bar.inc(spec.warmup as u64);
         let layout = crate::bench::predict_requests(&spec, &result)?;
-        let model = match &model {
-            Some(p) => Some(crate::bench::model_reads(p, &spec, &result)?),
-            None => None,
+        let (model, model_hdd) = match &model {
+            Some(crate::bench::DeviceModel::Ssd(p)) => {
+                (Some(crate::bench::model_reads(p, &spec, &result)?), None)
+            }
+            Some(crate::bench::DeviceModel::Hdd(p)) => (
+                None,
+                Some(crate::bench::model_reads_hdd(p, &spec, &result)?),
+            ),
+            None => (None, None),
         };
         jobs.push(BenchJob {
             result,
             layout,
             model,
+            model_hdd,
         });
     }
     bar.finish_and_clear();
