@@ -725,6 +725,11 @@ pub struct BenchPafArgs {
     /// and writes and reads its own --bench-size file with IOR's method; rank 0 keeps the CSV
     #[arg(long)]
     pub mpi: bool,
+    /// Also price each benchmarked file's writes and reads on the disk model (hdd or
+    /// hdd@OFFSET, a Constellation ES.3 4 TB; see docs/hdd.md): modeled MB/s per row
+    /// beside the measured ones (not with --mpi)
+    #[arg(long, value_name = "hdd")]
+    pub model: Option<String>,
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
 }

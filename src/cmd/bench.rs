@@ -361,6 +361,18 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
         Some(c) => c.agree(crate::scratch::require_root("bench paf"))?,
         None => crate::scratch::require_root("bench paf")?,
     }
+    let model = match a.model.as_deref() {
+        None => None,
+        Some(_) if cluster.is_some() => {
+            bail!("--model: not with --mpi (the ranks' files are not priced on the disk model)")
+        }
+        Some(m) => match crate::bench::DeviceModel::parse(m)? {
+            crate::bench::DeviceModel::Hdd(p) => Some(p),
+            crate::bench::DeviceModel::Ssd(_) => bail!(
+                "--model {m}: bench paf prices its files on the disk model; expected hdd or hdd@OFFSET"
+            ),
+        },
+    };
     let spec = MatrixSpec {
         fs: a.fs,
         fs_size: a.fs_size,
@@ -373,6 +385,7 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
         seed: a.seed,
         csv: a.csv,
         ranks: cluster.map_or(1, |c| c.size() as u64),
+        model,
     };
     if cluster.is_none() {
         paf_matrix::validate(&spec)?;
