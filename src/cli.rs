@@ -269,6 +269,10 @@ pub enum ScratchAction {
         /// Extra mount options (e.g. "nodelalloc")
         #[arg(long, value_name = "OPTS")]
         mount_options: Option<String>,
+        /// ext4: put the journal on its own loop device of this size (as FAST'24's
+        /// setdevice.sh), so the data device sees no journal writes
+        #[arg(long, value_name = "SIZE", value_parser = units::parse_nonzero_size)]
+        external_journal: Option<u64>,
         /// Output format
         #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
         format: InfoFormat,

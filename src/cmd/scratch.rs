@@ -14,6 +14,7 @@ pub fn run(action: ScratchAction) -> Result<i32> {
             dir,
             mkfs_args,
             mount_options,
+            external_journal,
             format,
         } => {
             let spec = ScratchSpec {
@@ -24,6 +25,7 @@ pub fn run(action: ScratchAction) -> Result<i32> {
                     .map(|a| a.split_whitespace().map(String::from).collect())
                     .unwrap_or_default(),
                 mount_options,
+                external_journal,
             };
             let info = Scratch::create(&spec)?.keep();
             print_info(&info, format)

@@ -33,9 +33,11 @@ fn bench_fast24_quick_gives_18_rows_with_deterministic_modeled_figures() {
         assert_eq!(
             keys,
             [
-                "modeled_mb_s",
-                "paper_mb_s",
-                "real_mb_s",
+                "modeled_mib_s",
+                "modeled_ratio",
+                "paper_mib_s",
+                "paper_ratio",
+                "real_mib_s",
                 "state",
                 "workload"
             ],
@@ -44,10 +46,14 @@ fn bench_fast24_quick_gives_18_rows_with_deterministic_modeled_figures() {
         let w = r["workload"].as_str().unwrap();
         let s = r["state"].as_str().unwrap();
         assert!(seen.insert((w.to_string(), s.to_string())), "{w} {s} twice");
-        assert!(r["modeled_mb_s"].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["paper_mb_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["modeled_mib_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["paper_mib_s"].as_f64().unwrap() > 0.0, "{r}");
+        if s == "contiguous" {
+            assert_eq!(r["modeled_ratio"].as_f64(), Some(1.0), "{r}");
+            assert_eq!(r["paper_ratio"].as_f64(), Some(1.0), "{r}");
+        }
         let real_expected = !(s == "approach" && (w == "sqlite" || w == "fileserver"));
-        assert_eq!(r["real_mb_s"].as_f64().is_some(), real_expected, "{r}");
+        assert_eq!(r["real_mib_s"].as_f64().is_some(), real_expected, "{r}");
     }
     for w in [
         "append-worst",
@@ -64,7 +70,7 @@ fn bench_fast24_quick_gives_18_rows_with_deterministic_modeled_figures() {
     let row = |w: &str, s: &str| {
         rows.iter()
             .find(|r| r["workload"] == w && r["state"] == s)
-            .unwrap()["modeled_mb_s"]
+            .unwrap()["modeled_mib_s"]
             .as_f64()
             .unwrap()
     };
@@ -76,11 +82,10 @@ fn bench_fast24_quick_gives_18_rows_with_deterministic_modeled_figures() {
     let a = fragkit_json(&["ssd", trace.to_str().unwrap(), "--format", "json"]);
     let b = fragkit_json(&["ssd", trace.to_str().unwrap(), "--format", "json"]);
     assert_eq!(a, b);
+    // `ssd` reports MB/s (10^6), the table MiB/s.
+    let mib = |mb: f64| (mb * 1e6 / 1048576.0 * 10.0).round() / 10.0;
     let mb = a["report"]["read_mb_s"].as_f64().unwrap();
-    assert_eq!(
-        (mb * 10.0).round() / 10.0,
-        row("append-worst", "fragmented")
-    );
+    assert_eq!(mib(mb), row("append-worst", "fragmented"));
     let c = fragkit_json(&[
         "ssd",
         trace.to_str().unwrap(),
@@ -89,5 +94,5 @@ fn bench_fast24_quick_gives_18_rows_with_deterministic_modeled_figures() {
         "json",
     ]);
     let mb = c["report"]["read_mb_s"].as_f64().unwrap();
-    assert_eq!((mb * 10.0).round() / 10.0, row("append-worst", "approach"));
+    assert_eq!(mib(mb), row("append-worst", "approach"));
 }

@@ -106,6 +106,10 @@ pub struct ScratchSpec {
     pub dir: Option<PathBuf>,
     pub mkfs_args: Vec<String>,
     pub mount_options: Option<String>,
+    /// ext4 only: put the journal on a second loop device of this many bytes
+    /// (`mkfs.ext4 -O journal_dev`, then `-J device=`), as FAST'24's `setdevice.sh` did,
+    /// so the data device sees no journal writes.
+    pub external_journal: Option<u64>,
 }
 
 impl ScratchSpec {
@@ -116,6 +120,7 @@ impl ScratchSpec {
             dir: None,
             mkfs_args: Vec::new(),
             mount_options: None,
+            external_journal: None,
         }
     }
 }
@@ -135,6 +140,10 @@ pub struct ScratchInfo {
     /// Random UUID fragkit gave the file system at mkfs (a clone shares its source's).
     #[serde(default)]
     pub id: String,
+    /// The external journal's image (ext4 `-J device=`), beside `image`; its loop
+    /// device is detached and the image deleted with the scratch file system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_image: Option<PathBuf>,
 }
 
 /// A mounted scratch file system; unmounted, detached and deleted when dropped
@@ -218,13 +227,21 @@ impl Scratch {
         })?;
         drop(f);
         guard.attach_loop()?;
+        let journal = match spec.external_journal {
+            Some(bytes) => Some(guard.make_journal_device(fs, bytes)?),
+            None => None,
+        };
         let info = guard.info.clone();
         let (mkfs, args) = fs.mkfs();
-        run(Command::new(mkfs)
+        let mut mkfs_cmd = Command::new(mkfs);
+        mkfs_cmd
             .args(args)
             .args(fs.uuid_args(&info.id))
-            .args(&spec.mkfs_args)
-            .arg(&info.loop_device))?;
+            .args(&spec.mkfs_args);
+        if let Some(j) = &journal {
+            mkfs_cmd.arg("-J").arg(format!("device={}", j.display()));
+        }
+        run(mkfs_cmd.arg(&info.loop_device))?;
         let written = device_uuid(&info.loop_device)?;
         if written != info.id {
             bail!(
@@ -254,6 +271,13 @@ impl Scratch {
         require_root("cloning a scratch file system")?;
         let fs = FsType::from_name(&self.info.fs)
             .ok_or_else(|| anyhow!("{}: unknown file system in marker", self.info.fs))?;
+        // The copy's superblock would name the source's journal device.
+        if self.info.journal_image.is_some() {
+            bail!(
+                "{}: has an external journal; cloning copies one image, so the copy would share the source's journal",
+                self.info.mountpoint.display()
+            );
+        }
         // The copy carries the source's UUID, so it carries the same id.
         let mut guard = Scratch::begin(fs, self.info.size, dir.as_deref(), self.info.id.clone())?;
         {
@@ -289,6 +313,7 @@ impl Scratch {
             mountpoint: dir.join("mnt"),
             dir,
             created_dir,
+            journal_image: None,
         };
         let guard = Scratch { info, keep: false };
         write_marker(&guard.info)?;
@@ -302,6 +327,35 @@ impl Scratch {
             .arg(&self.info.image))?;
         self.info.loop_device = PathBuf::from(dev);
         write_marker(&self.info)
+    }
+
+    /// An ext4 external journal device of `bytes` on its own image and loop device
+    /// (recorded in the marker first, so teardown finds it whatever fails next).
+    fn make_journal_device(&mut self, fs: FsType, bytes: u64) -> Result<PathBuf> {
+        if fs != FsType::Ext4 {
+            bail!(
+                "an external journal is an ext4 feature, not {}'s",
+                fs.name()
+            );
+        }
+        // mke2fs refuses a journal device under 1024 blocks.
+        if bytes < 4 << 20 {
+            bail!("external journal of {bytes} bytes: expected at least 4 MiB");
+        }
+        let image = self.info.dir.join("journal.img");
+        self.info.journal_image = Some(image.clone());
+        write_marker(&self.info)?;
+        let f = fs::File::create(&image).with_context(|| format!("{}", image.display()))?;
+        f.set_len(bytes)
+            .with_context(|| format!("{}: cannot make {bytes} bytes", image.display()))?;
+        drop(f);
+        let dev = PathBuf::from(run(Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&image))?);
+        run(Command::new("mkfs.ext4")
+            .args(["-F", "-q", "-O", "journal_dev", "-b", "4096"])
+            .arg(&dev))?;
+        Ok(dev)
     }
 
     pub fn mountpoint(&self) -> &Path {
@@ -373,6 +427,12 @@ fn verify(info: &ScratchInfo, mp: &Path, dir: &Path) -> std::result::Result<(), 
         return Err(format!(
             "the marker's image {} is not an .img file inside {}",
             info.image.display(),
+            dir.display()
+        ));
+    }
+    if !journal_image_ok(info) {
+        return Err(format!(
+            "the marker's journal image is not journal.img inside {}",
             dir.display()
         ));
     }
@@ -561,12 +621,14 @@ fn teardown(info: &ScratchInfo) -> Result<()> {
     }
     // Every loop device over the image, not only the marker's: a run ended between
     // attaching the device and recording it leaves one the marker does not name.
-    for dev in loops_backed_by(&info.image) {
-        if let Err(e) = run(Command::new("losetup").arg("-d").arg(&dev)) {
-            problems.push(e.to_string());
+    for image in std::iter::once(&info.image).chain(&info.journal_image) {
+        for dev in loops_backed_by(image) {
+            if let Err(e) = run(Command::new("losetup").arg("-d").arg(&dev)) {
+                problems.push(e.to_string());
+            }
         }
+        let _ = fs::remove_file(image);
     }
-    let _ = fs::remove_file(&info.image);
     let _ = fs::remove_dir(&info.mountpoint);
     let _ = fs::remove_file(info.dir.join(MARKER));
     if info.created_dir {
@@ -577,6 +639,14 @@ fn teardown(info: &ScratchInfo) -> Result<()> {
     } else {
         bail!("{}", problems.join("; "))
     }
+}
+
+/// An external journal's image, when the marker names one, is `journal.img` in the
+/// scratch directory (teardown deletes it: never a path the marker could point elsewhere).
+fn journal_image_ok(info: &ScratchInfo) -> bool {
+    info.journal_image
+        .as_ref()
+        .is_none_or(|j| *j == info.dir.join("journal.img"))
 }
 
 /// The loop devices whose backing file is `image`.
@@ -615,7 +685,10 @@ pub fn sweep(dir: &Path) -> Result<usize> {
             continue;
         };
         let same = |a: &Path, b: &Path| a.canonicalize().ok() == b.canonicalize().ok();
-        if !same(&info.dir, &d) || info.image.parent() != Some(info.dir.as_path()) {
+        if !same(&info.dir, &d)
+            || info.image.parent() != Some(info.dir.as_path())
+            || !journal_image_ok(&info)
+        {
             continue;
         }
         match teardown(&info) {

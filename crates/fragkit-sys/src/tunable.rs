@@ -44,6 +44,31 @@ impl SysfsTunable {
         Self::set_knob(PathBuf::from(format!("/sys/fs/{fs}/{dev}/{name}")), value)
     }
 
+    /// Set the block device `dev`'s queue attribute `/sys/block/<dev>/queue/<name>`
+    /// (max_sectors_kb, read_ahead_kb, ...); None if it does not exist.
+    pub fn set_block_queue(dev: &str, name: &str, value: &str) -> io::Result<Option<SysfsTunable>> {
+        if dev.contains('/') || name.contains('/') {
+            return Err(io::Error::other(format!(
+                "block queue attribute {dev}/{name}: expected plain names"
+            )));
+        }
+        Self::set_knob(
+            PathBuf::from(format!("/sys/block/{dev}/queue/{name}")),
+            value,
+        )
+    }
+
+    /// Set the machine-wide writeback knob `/proc/sys/vm/<name>` (dirty_ratio,
+    /// dirty_writeback_centisecs, ...); it applies to every file system while set.
+    pub fn set_vm(name: &str, value: &str) -> io::Result<Option<SysfsTunable>> {
+        if name.contains('/') {
+            return Err(io::Error::other(format!(
+                "vm knob {name}: expected a plain name"
+            )));
+        }
+        Self::set_knob(PathBuf::from(format!("/proc/sys/vm/{name}")), value)
+    }
+
     /// Let ext4's allocator look at every free extent of `path`'s file system (`blocks`
     /// blocks) when no group's free fragments average the length asked for: it otherwise
     /// takes the best of the first `mb_max_to_scan` (200) free extents it meets, often one

@@ -20,8 +20,8 @@ use fragkit_sys::fiemap::Extent;
 /// How the modeled device's mapping was built, as reports name it.
 pub const MAPPING: &str = "fiemap-physical-order";
 
-/// One physically contiguous device read: (byte address, bytes).
-type Piece = (u64, u64);
+/// One physically contiguous device read: (byte address, bytes, file offset).
+type Piece = (u64, u64, u64);
 
 /// The device reads one application read of `len` bytes at file offset `off` becomes:
 /// one per physically contiguous piece of data (holes and unwritten extents read as zeros
@@ -41,8 +41,8 @@ pub fn pieces(extents: &[Extent], off: u64, len: u64) -> Vec<Piece> {
         }
         let phys = e.physical + (s - e.logical);
         match out.last_mut() {
-            Some((p, n)) if *p + *n == phys => *n += t - s,
-            _ => out.push((phys, t - s)),
+            Some((p, n, _)) if *p + *n == phys => *n += t - s,
+            _ => out.push((phys, t - s, s)),
         }
     }
     out
@@ -51,13 +51,15 @@ pub fn pieces(extents: &[Extent], off: u64, len: u64) -> Vec<Piece> {
 /// A synthetic block trace: writes of every S-aligned stripe that holds a byte the reads
 /// touch, in ascending address order (so the write pointer is on die (address mod S) / g
 /// for every such byte), a flush, then the reads: application request k's pieces issued
-/// together, `queue_depth` application requests in flight.
+/// together (one file, their file offsets given, so the replay counts collisions per
+/// application request as it does for a recorded trace), `queue_depth` application
+/// requests in flight.
 pub fn trace(per_read: &[Vec<Piece>], stripe: u64, queue_depth: u32) -> Vec<Request> {
     let qd = queue_depth.max(1) as u64;
     let stripes: BTreeSet<u64> = per_read
         .iter()
         .flatten()
-        .flat_map(|&(p, n)| (p / stripe)..(p + n).div_ceil(stripe))
+        .flat_map(|&(p, n, _)| (p / stripe)..(p + n).div_ceil(stripe))
         .collect();
     let req = |t: u64, done: u64, addr: u64, bytes: u64, op: Op| Request {
         issue_ns: t,
@@ -79,49 +81,18 @@ pub fn trace(per_read: &[Vec<Piece>], stripe: u64, queue_depth: u32) -> Vec<Requ
     let base = t + 1;
     for (k, ps) in per_read.iter().enumerate() {
         let k = k as u64;
-        for &(addr, bytes) in ps {
-            out.push(req(
-                base + 2 * k,
-                base + 2 * (k + qd) - 1,
-                addr,
-                bytes,
-                Op::Read,
-            ));
+        for &(addr, bytes, file_offset) in ps {
+            let mut r = req(base + 2 * k, base + 2 * (k + qd) - 1, addr, bytes, Op::Read);
+            r.inode = Some(FILE);
+            r.offset = Some(file_offset);
+            out.push(r);
         }
     }
     out
 }
 
-/// FAST'24's die collisions counted per application request (the model counts them per
-/// device request, and a split request's pieces are separate device requests): flash
-/// pages the request puts on a die beyond an even spread of its pages over all dies.
-/// Under the address-order mapping a byte at address a is on die (a mod S) / g, in the
-/// page a / page_bytes. Returns (collisions, requests with any).
-pub fn collisions(p: &Params, per_read: &[Vec<Piece>]) -> (u64, u64) {
-    let dies = p.dies() as u64;
-    let stripe = p.stripe_bytes();
-    let (mut total, mut hit) = (0, 0);
-    let mut per_die = vec![BTreeSet::new(); dies as usize];
-    for ps in per_read {
-        for &(addr, bytes) in ps {
-            let mut a = addr - addr % MAP_UNIT;
-            while a < addr + bytes {
-                per_die[((a % stripe) / p.g_bytes) as usize].insert(a / p.page_bytes);
-                a += MAP_UNIT;
-            }
-        }
-        let pages: u64 = per_die.iter().map(|s| s.len() as u64).sum();
-        let even = pages.div_ceil(dies);
-        let c: u64 = per_die
-            .iter_mut()
-            .map(|s| std::mem::take(s).len() as u64)
-            .map(|n| n.saturating_sub(even))
-            .sum();
-        total += c;
-        hit += u64::from(c > 0);
-    }
-    (total, hit)
-}
+/// The inode the synthetic trace gives the modeled file's reads.
+const FILE: u64 = 1;
 
 /// The modeled device's figures for one read job.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -137,8 +108,9 @@ pub struct ModeledReads {
     /// Modeled time with a read in flight, and read_bytes over it (MB = 10^6 bytes).
     pub read_time_ns: u64,
     pub mb_s: f64,
-    /// Flash pages each application request put on a die beyond an even spread of its
-    /// pages over the dies, summed (see [`collisions`]).
+    /// Flash page reads each application request put on a die beyond an even spread of
+    /// its page reads over the dies, summed (`ssd::Report::collisions`: the same count
+    /// a recorded trace of the same reads gives).
     pub collisions: u64,
     /// Application requests with at least one collision.
     pub collided_requests: u64,
@@ -173,7 +145,6 @@ pub fn model_reads(
         Placement::WriteOrder,
         &trace(&per_read, p.stripe_bytes(), queue_depth),
     )?;
-    let (collisions, collided_requests) = collisions(p, &per_read);
     Ok(ModeledReads {
         model: r.model,
         mapping: MAPPING.into(),
@@ -181,8 +152,8 @@ pub fn model_reads(
         read_bytes: r.read_bytes,
         read_time_ns: r.read_time_ns,
         mb_s: r.read_mb_s,
-        collisions,
-        collided_requests,
+        collisions: r.collisions,
+        collided_requests: r.collided_reads,
         page_reads: r.page_reads,
         queued: r.queued,
         waited_same_request: r.waited_same_request,
@@ -224,7 +195,7 @@ pub struct FileCost {
     pub read_ns: u64,
     /// The same read with the file's data in one piece from where it starts now.
     pub contiguous_ns: u64,
-    /// Die collisions of the read now (see [`collisions`]); a contiguous file has none.
+    /// Die collisions of the read now (`ssd::Report::collisions`); a contiguous file has none.
     pub collisions: u64,
     /// Device read requests now (after splitting at extent ends).
     pub device_reads: u64,
@@ -316,10 +287,13 @@ mod tests {
             Extent::plain(64 * K, (1 << 20) + 64 * K, 64 * K), // continues on the device
             Extent::plain(128 * K, 8 << 20, 64 * K),
         ];
-        assert_eq!(pieces(&e, 0, 128 * K), vec![(1 << 20, 128 * K)]);
+        assert_eq!(pieces(&e, 0, 128 * K), vec![(1 << 20, 128 * K, 0)]);
         assert_eq!(
             pieces(&e, 96 * K, 64 * K),
-            vec![((1 << 20) + 96 * K, 32 * K), (8 << 20, 32 * K)]
+            vec![
+                ((1 << 20) + 96 * K, 32 * K, 96 * K),
+                (8 << 20, 32 * K, 128 * K)
+            ]
         );
         // Past the end of the file: nothing to read.
         assert!(pieces(&e, 192 * K, 4 * K).is_empty());

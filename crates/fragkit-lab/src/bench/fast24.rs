@@ -8,12 +8,11 @@
 //! Each run gets a fresh scratch ext4 made as the artifact's `setdevice.sh`: `-m 0`,
 //! mounted `nodelalloc`, `reserved_clusters` 0, `mb_stream_req` 4200000000. Differences,
 //! each with its reason:
-//! - The artifact put the journal on another device; a scratch ext4 has it inside. The
-//!   journal's blocks (from `debugfs stat <8>`) are dropped from the trace before replay,
-//!   so the model sees what the artifact's data device saw.
-//! - The artifact's `disablemeta.sh` stopped periodic writeback system-wide
-//!   (`dirty_writeback_centisecs` 0); fragkit leaves the shared machine's sysctls alone,
-//!   so a few metadata writebacks may land between the data.
+//! - As the artifact: the journal on its own 1 GiB device (`mkfs.ext4 -O journal_dev`,
+//!   `-J device=`), so the traced data device never sees it; the machine's writeback set
+//!   as `disablemeta.sh` for the whole run and put back after ([`WRITEBACK`]).
+//! - The loop device is given the modeled NVMe's queue limits while a workload is
+//!   recorded: largest request = MDTS (256 KiB), readahead = the host's 128 KiB.
 //! - The modeled figure times the read phase only (reads issued once the timed read-back
 //!   began); the aging's writes build the FTL's mapping.
 //! - "approach" rows: modeled = the fragmented run's trace replayed with the model's
@@ -22,7 +21,6 @@
 //!   hypothetical workloads, none for SQLite and fileserver (there is no user-level form).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
@@ -33,10 +31,10 @@ use crate::age::sqlite::{self, SqliteSpec};
 use crate::age::ReadBack;
 use fragkit_core::scratch::{FsType, Scratch, ScratchSpec};
 use fragkit_core::ssd::{BlockTrace, Op, Params, Placement, Ssd};
-use fragkit_sys::tunable::Ext4Tunable;
+use fragkit_sys::tunable::{Ext4Tunable, SysfsTunable};
 
 /// The artifact's published results (fast24_ae README, section 6 "Results": printresult.sh
-/// on the authors' NVMeVirt, MB/s): (workload, state, MB/s). One contiguous 8 MiB file
+/// on the authors' NVMeVirt; MiB/s, printed as "MB/s"): (workload, state, MiB/s). One contiguous 8 MiB file
 /// serves the four hypothetical workloads.
 pub(crate) const PAPER: &[(&str, &str, f64)] = &[
     ("append-worst", "contiguous", 2174.53),
@@ -72,9 +70,13 @@ pub struct Fast24Spec {
 pub struct Row {
     pub workload: &'static str,
     pub state: &'static str,
-    pub modeled_mb_s: f64,
-    pub real_mb_s: Option<f64>,
-    pub paper_mb_s: f64,
+    /// MiB/s (2^20 bytes), the paper's unit (printresult.sh: 8 MiB / seconds).
+    pub modeled_mib_s: f64,
+    pub real_mib_s: Option<f64>,
+    pub paper_mib_s: f64,
+    /// This row over its workload's contiguous row (1 for the contiguous rows).
+    pub modeled_ratio: f64,
+    pub paper_ratio: f64,
 }
 
 /// What one recorded run gave (for the table's evidence lines; not in the JSON).
@@ -85,7 +87,6 @@ pub struct Run {
     pub fragments: u64,
     pub write_order: fragkit_core::ssd::Report,
     pub approach: fragkit_core::ssd::Report,
-    pub journal_requests_dropped: usize,
     pub requests: usize,
     pub dropped_events: u64,
 }
@@ -101,48 +102,6 @@ pub struct Fast24Report {
     pub quick: bool,
 }
 
-/// The ext4 journal's byte ranges on `dev` (`debugfs -R "stat <8>"`, EXTENTS lines like
-/// `(0-4095):65536-69631`), with 4 KiB blocks.
-fn journal_ranges(dev: &Path) -> Result<Vec<(u64, u64)>> {
-    let out = Command::new("debugfs")
-        .args(["-R", "stat <8>"])
-        .arg(dev)
-        .output()
-        .map_err(|e| anyhow!("running debugfs (e2fsprogs): {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut ranges = Vec::new();
-    let mut in_extents = false;
-    for line in text.lines() {
-        if line.starts_with("EXTENTS:") {
-            in_extents = true;
-            continue;
-        }
-        if !in_extents {
-            continue;
-        }
-        for part in line.split(", ") {
-            let Some((_, phys)) = part.split_once("):") else {
-                continue;
-            };
-            if part.starts_with("(ETB") {
-                continue;
-            }
-            let (a, b) = phys.split_once('-').unwrap_or((phys, phys));
-            if let (Ok(a), Ok(b)) = (a.trim().parse::<u64>(), b.trim().parse::<u64>()) {
-                ranges.push((a * 4096, (b + 1) * 4096));
-            }
-        }
-    }
-    if ranges.is_empty() {
-        return Err(anyhow!(
-            "{}: debugfs showed no journal extents (status {})",
-            dev.display(),
-            out.status
-        ));
-    }
-    Ok(ranges)
-}
-
 /// One workload on a fresh scratch ext4 set up as the artifact's, recorded.
 fn recorded_run(
     name: &str,
@@ -150,29 +109,25 @@ fn recorded_run(
     spec: &Fast24Spec,
     work: impl FnOnce(&Path) -> Result<(ReadBack, u64)> + Send,
 ) -> Result<Run> {
+    let p = Params::fast24();
     let mut ss = ScratchSpec::new(FsType::Ext4, size);
     ss.mkfs_args = vec!["-m".into(), "0".into()];
     ss.mount_options = Some("nodelalloc".into());
+    ss.external_journal = Some(JOURNAL_BYTES);
     let scratch = Scratch::create(&ss)?;
     let mnt = scratch.mountpoint().to_path_buf();
     let dev = scratch.info.loop_device.clone();
-    let journal = journal_ranges(&dev)?;
     let _reserved = Ext4Tunable::set(&mnt, "reserved_clusters", "0")
         .context("setting ext4 reserved_clusters")?;
     let _stream = Ext4Tunable::set(&mnt, "mb_stream_req", "4200000000")
         .context("setting ext4 mb_stream_req")?;
+    // The loop device cuts requests and reads ahead as the modeled NVMe's host would.
+    let _limits = device_limits(&scratch.device_name(), &p)?;
     let (mut trace, r) = fragkit_trace::block::record_during(&dev, || work(&mnt))?;
     let (read, fragments) = r.with_context(|| format!("bench fast24: {name}"))?;
     fragkit_trace::block::resolve_owners(&mut trace, &mnt)?;
-    drop((_reserved, _stream));
+    drop((_limits, _reserved, _stream));
     scratch.destroy()?;
-    let before = trace.requests.len();
-    // The artifact's journal was on another device: the data device never saw it.
-    trace.requests.retain(|q| {
-        let (s, e) = (q.byte_offset(), q.byte_offset() + q.bytes);
-        q.op == Op::Flush || !journal.iter().any(|&(js, je)| s < je && js < e)
-    });
-    let journal_requests_dropped = before - trace.requests.len();
     // Time the read phase only: reads before it (metadata during aging) are left out.
     trace
         .requests
@@ -190,7 +145,6 @@ fn recorded_run(
         fragments,
         write_order,
         approach,
-        journal_requests_dropped,
         requests: trace.requests.len(),
         dropped_events: trace.dropped,
     })
@@ -243,9 +197,52 @@ fn contiguous_file(dir: &Path, seed: u64) -> Result<(ReadBack, u64)> {
     Ok((crate::age::read_back(&p)?, c.fragments))
 }
 
+/// The artifact's journal partition: `+1G` (fast24_ae evaluation/setdevice.sh).
+const JOURNAL_BYTES: u64 = 1 << 30;
+
+/// The artifact's writeback settings for every run (fast24_ae evaluation/disablemeta.sh,
+/// run before each workload script; enablemeta.sh after): no periodic writeback, dirty
+/// data expires after 600 s, so metadata reaches the device only when a workload syncs.
+/// dirty_ratio before dirty_background_ratio: the kernel keeps background below it.
+pub const WRITEBACK: [(&str, &str); 4] = [
+    ("dirty_ratio", "50"),
+    ("dirty_background_ratio", "50"),
+    ("dirty_writeback_centisecs", "0"),
+    ("dirty_expire_centisecs", "60000"),
+];
+
+/// Set the machine's writeback knobs as the artifact did; put back when dropped.
+fn artifact_writeback() -> Result<Vec<SysfsTunable>> {
+    let mut set = Vec::new();
+    for (k, v) in WRITEBACK {
+        if let Some(t) = SysfsTunable::set_vm(k, v).with_context(|| format!("setting vm.{k}"))? {
+            set.push(t);
+        }
+    }
+    Ok(set)
+}
+
+/// The scratch loop device's queue limits set to the modeled device's: its largest
+/// command (MDTS) as max_sectors_kb and its host's readahead window as read_ahead_kb, so
+/// the recording holds the requests an NVMe driver would have sent. Put back when dropped.
+fn device_limits(dev: &str, p: &Params) -> Result<Vec<SysfsTunable>> {
+    let mut set = Vec::new();
+    for (k, bytes) in [
+        ("max_sectors_kb", p.max_transfer_bytes),
+        ("read_ahead_kb", p.readahead_bytes),
+    ] {
+        let t = SysfsTunable::set_block_queue(dev, k, &(bytes >> 10).to_string())
+            .with_context(|| format!("setting {dev}'s queue/{k} to {} KiB", bytes >> 10))?
+            .ok_or_else(|| anyhow!("{dev}: no queue/{k} in sysfs"))?;
+        set.push(t);
+    }
+    Ok(set)
+}
+
 /// Run everything; `step` is told each run's name when it finishes.
 pub fn run(spec: &Fast24Spec, step: &mut dyn FnMut(&str)) -> Result<Fast24Report> {
     let seed = spec.seed;
+    let _writeback = artifact_writeback()?;
     let mut runs: Vec<Run> = Vec::new();
     let mut go = |name: &str,
                   size: u64,
@@ -324,35 +321,45 @@ pub fn run(spec: &Fast24Spec, step: &mut dyn FnMut(&str)) -> Result<Fast24Report
             .expect("every row has a paper figure")
     };
     let mut rows = Vec::new();
-    let mut push =
-        |workload: &'static str, state: &'static str, modeled: f64, real: Option<f64>| {
-            rows.push(Row {
-                workload,
-                state,
-                modeled_mb_s: round1(modeled),
-                real_mb_s: real.map(round1),
-                paper_mb_s: paper(workload, state),
-            })
-        };
-    let c = by("hypothetical-contiguous");
+    // Reports give MB/s (10^6 bytes); the paper's table is in MiB/s.
+    let mib = |mb_s: f64| mb_s * 1e6 / (1u64 << 20) as f64;
+    let mut push = |workload: &'static str,
+                    state: &'static str,
+                    modeled: f64,
+                    contiguous: f64,
+                    real: Option<f64>| {
+        let ratio = |a: f64, b: f64| if b > 0.0 { round4(a / b) } else { 0.0 };
+        rows.push(Row {
+            workload,
+            state,
+            modeled_mib_s: round1(mib(modeled)),
+            real_mib_s: real.map(|r| round1(mib(r))),
+            paper_mib_s: paper(workload, state),
+            modeled_ratio: ratio(modeled, contiguous),
+            paper_ratio: ratio(paper(workload, state), paper(workload, "contiguous")),
+        })
+    };
+    // (workload, its contiguous run, the real figure beside the modeled approach).
+    let mut table: Vec<(&'static str, &Run, Option<f64>)> = Vec::new();
     for w in [
         "append-worst",
         "append-random",
         "overwrite-worst",
         "overwrite-random",
     ] {
-        let f = by(w);
-        let pseudo = by(&format!("{w}-pseudo-approach"));
-        push(w, "contiguous", c.write_order.read_mb_s, Some(c.read.mb_s));
-        push(w, "fragmented", f.write_order.read_mb_s, Some(f.read.mb_s));
-        push(w, "approach", f.approach.read_mb_s, Some(pseudo.read.mb_s));
+        let pseudo = by(&format!("{w}-pseudo-approach")).read.mb_s;
+        table.push((w, by("hypothetical-contiguous"), Some(pseudo)));
     }
     for w in ["sqlite", "fileserver"] {
-        let c = by(&format!("{w}-contiguous"));
+        table.push((w, by(&format!("{w}-contiguous")), None));
+    }
+    for (w, c, real_approach) in table {
         let f = by(w);
-        push(w, "contiguous", c.write_order.read_mb_s, Some(c.read.mb_s));
-        push(w, "fragmented", f.write_order.read_mb_s, Some(f.read.mb_s));
-        push(w, "approach", f.approach.read_mb_s, None);
+        let base = c.write_order.read_mb_s;
+        push(w, "contiguous", base, base, Some(c.read.mb_s));
+        let frag = f.write_order.read_mb_s;
+        push(w, "fragmented", frag, base, Some(f.read.mb_s));
+        push(w, "approach", f.approach.read_mb_s, base, real_approach);
     }
     Ok(Fast24Report {
         version: 1,
@@ -365,6 +372,10 @@ pub fn run(spec: &Fast24Spec, step: &mut dyn FnMut(&str)) -> Result<Fast24Report
 
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
 }
 
 /// Runs in a full `bench fast24` (the progress bar's length).
