@@ -136,7 +136,11 @@ pub fn model_io(
         .iter()
         .map(|&(o, l)| match op {
             Op::Write => write_pieces(extents, o, l),
-            _ => crate::ssd::layout::pieces(extents, o, l),
+            // The SSD's pieces carry their file offset; the disk needs none.
+            _ => crate::ssd::layout::pieces(extents, o, l)
+                .into_iter()
+                .map(|(a, n, _)| (a, n))
+                .collect(),
         })
         .collect();
     let r = Hdd::replay(p, &trace(&per, queue_depth, op))?;
@@ -269,7 +273,7 @@ mod tests {
         u.flags = fragkit_sys::fiemap::ExtentFlags::UNWRITTEN;
         let e = [Extent::plain(0, 0, M), u];
         assert_eq!(write_pieces(&e, 0, 2 * M), vec![(0, M), (8 * M, M)]);
-        assert_eq!(crate::ssd::layout::pieces(&e, 0, 2 * M), vec![(0, M)]);
+        assert_eq!(crate::ssd::layout::pieces(&e, 0, 2 * M), vec![(0, M, 0)]);
         assert!(write_pieces(&e, 4 * M, M).is_empty());
     }
 
