@@ -5,8 +5,9 @@
 //!   §4.1 "Internal drive characteristics" and §4.1.2 "General performance
 //!   characteristics", 4 TB column (ST4000NM0023). The SATA ST4000NM0033 of the issue is
 //!   the same head-disk assembly behind another interface (same product family, same
-//!   capacity points); its SATA manual (100671511) was not readable in this session, so
-//!   the geometry and rates are taken from the SAS manual.
+//!   capacity points); the pages of its SATA manual (100671511) that could be read give
+//!   no performance rows, so the geometry and rates are taken from the SAS manual, read
+//!   as its Rev. B and Rev. C page 9 (§4.1 and §4.1.2 of both say the same).
 //! - `[IDEMA]` IDEMA LBA1-03, the LBA count of a drive of a given decimal capacity:
 //!   97,696,368 + 1,953,504 × (GB − 50); 4000 GB → 7,814,037,168 sectors of 512 bytes.
 //! - `[RW]`   C. Ruemmler and J. Wilkes, "An Introduction to Disk Drive Modeling", IEEE
@@ -15,9 +16,11 @@
 //!   3.24 + 0.400·√d ms below 383 cylinders, 8.00 + 0.008·d ms above). NOT this drive's
 //!   curve: the ES.3 manuals give no seek curve, so the HP 97560's shape, with distance
 //!   taken as a fraction of the full stroke, is scaled to the ES.3's average seek.
-//! - `[UNVERIFIED]` the ES.3 data sheet's average seek (read 8.5 ms, write 9.5 ms) and
-//!   cache (128 MB): the values Seagate's ES.3 data sheet is known for, but no copy of it
-//!   could be read in this session. Flagged as such in docs/hdd.md.
+//! - `[UNVERIFIED]` the average seek (read 8.5 ms, write 9.5 ms) and cache (128 MB): the
+//!   values Seagate's ES.3 data sheet is known for. Neither the SAS manual's §4.1 nor the
+//!   SATA manual's pages that could be read (covers, revision history, §2.4–2.6 headings,
+//!   the DC power table) nor the data sheet's first page state them. Flagged as such in
+//!   docs/hdd.md.
 
 use std::fmt;
 
