@@ -545,9 +545,10 @@ pub struct BenchIoArgs {
     /// Read jobs: also replay the first measured iteration's requests on a modeled SSD
     /// (fast24, nvme-a, nvme-b, sata-a, sata-b, or g,S; see `fragkit ssd`) and print its
     /// MB/s and die collisions beside the real figures, or on the modeled disk (hdd,
-    /// hdd@OFFSET; see docs/hdd.md) with its seeks (needs --direct)
+    /// hdd@OFFSET; see docs/hdd.md) with its seeks (needs --direct). Twice for both: one
+    /// SSD and the disk
     #[arg(long, value_name = "PRESET|g,S|hdd")]
-    pub model: Option<String>,
+    pub model: Vec<String>,
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
