@@ -167,7 +167,7 @@ pub(crate) fn disk_verdict(methods: &[MethodResult]) -> Option<String> {
         )
     };
     Some(format!(
-        "On the modeled disk ({}: a 7200 rpm Constellation ES.3, deterministic; docs/hdd.md) the fragmented files read at {:.0} MB/s: {} seeks and {:.1} ms waiting for the platter per pass, against {:.1} ms of transfer.{after}",
+        "On the modeled disk ({}: a 7200 rpm Constellation ES.3, deterministic; docs/hdd.md) the fragmented files read at {:.1} MB/s: {} seeks and {:.1} ms waiting for the platter per pass, against {:.1} ms of transfer.{after}",
         b.model,
         b.mb_s,
         b.seeks,
@@ -1193,7 +1193,7 @@ mod tests {
         let v = modeled_verdicts(&ms);
         let d = v.last().unwrap();
         assert!(d.starts_with("On the modeled disk (hdd"), "{d}");
-        assert!(d.contains("read at 88 MB/s: 1 seeks and 376.1 ms"), "{d}");
+        assert!(d.contains("read at 88.0 MB/s: 1 seeks and 376.1 ms"), "{d}");
         assert!(
             d.contains("pick ×2.00 (NVMe ×1.10), full ×2.00 (NVMe ×1.20)"),
             "{d}"
