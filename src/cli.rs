@@ -557,9 +557,11 @@ pub struct BenchIoArgs {
     pub cold_mapping: bool,
     /// Read jobs: also replay the first measured iteration's requests on a modeled SSD
     /// (fast24, nvme-a, nvme-b, sata-a, sata-b, or g,S; see `fragkit ssd`) and print its
-    /// MB/s and die collisions beside the real figures (needs --direct)
-    #[arg(long, value_name = "PRESET|g,S")]
-    pub model: Option<String>,
+    /// MB/s and die collisions beside the real figures, or on the modeled disk (hdd,
+    /// hdd@OFFSET; see docs/hdd.md) with its seeks (needs --direct). Twice for both: one
+    /// SSD and the disk
+    #[arg(long, value_name = "PRESET|g,S|hdd")]
+    pub model: Vec<String>,
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
@@ -741,6 +743,11 @@ pub struct BenchPafArgs {
     /// and writes and reads its own --bench-size file with IOR's method; rank 0 keeps the CSV
     #[arg(long)]
     pub mpi: bool,
+    /// Also price each benchmarked file's writes and reads on the disk model (hdd or
+    /// hdd@OFFSET, a Constellation ES.3 4 TB; see docs/hdd.md): modeled MB/s per row
+    /// beside the measured ones (not with --mpi)
+    #[arg(long, value_name = "hdd")]
+    pub model: Option<String>,
     #[arg(long, short = 'f', value_enum, default_value_t = BenchFormat::Table)]
     pub format: BenchFormat,
 }

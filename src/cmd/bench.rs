@@ -86,14 +86,30 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
     if a.pattern != BenchPattern::Random && a.align.is_some() {
         bail!("--align: only meaningful with --pattern random");
     }
-    let model = match &a.model {
-        Some(_) if op != Op::Read => bail!("--model: only read jobs are modeled"),
-        Some(_) if !a.direct => bail!(
+    if !a.model.is_empty() && op != Op::Read {
+        bail!("--model: only read jobs are modeled");
+    }
+    if !a.model.is_empty() && !a.direct {
+        bail!(
             "--model: needs --direct (buffered reads reach the device as the page cache's readahead, not as the job's requests)"
-        ),
-        Some(m) => Some(super::ssd::model_params(m, None)?),
-        None => None,
-    };
+        );
+    }
+    let (mut ssd, mut hdd) = (None, None);
+    for m in &a.model {
+        match crate::bench::DeviceModel::parse(m)? {
+            crate::bench::DeviceModel::Ssd(_) if ssd.is_some() => {
+                bail!("--model {m}: one SSD model per run (and at most one disk model)")
+            }
+            crate::bench::DeviceModel::Hdd(_) if hdd.is_some() => {
+                bail!("--model {m}: one disk model per run (and at most one SSD model)")
+            }
+            crate::bench::DeviceModel::Ssd(p) => ssd = Some(p),
+            crate::bench::DeviceModel::Hdd(p) => hdd = Some(p),
+        }
+    }
+    if ssd.is_some() && hdd.is_some() && matches!(a.format, BenchFormat::Csv) {
+        bail!("--model twice: not with --format csv (its model columns hold one model); use --format json");
+    }
     let total = a.files.len() as u64 * (a.iterations + a.warmup) as u64;
     let bar = progress(total, "iterations");
     let mut jobs = Vec::new();
@@ -103,14 +119,19 @@ fn run_io(a: BenchIoArgs, op: Op) -> Result<i32> {
         let result = engine_io::run_job_observed(&spec, &mut |_, _| bar.inc(1))?;
         bar.inc(spec.warmup as u64);
         let layout = crate::bench::predict_requests(&spec, &result)?;
-        let model = match &model {
+        let model = match &ssd {
             Some(p) => Some(crate::bench::model_reads(p, &spec, &result)?),
+            None => None,
+        };
+        let model_hdd = match &hdd {
+            Some(p) => Some(crate::bench::model_reads_hdd(p, &spec, &result)?),
             None => None,
         };
         jobs.push(BenchJob {
             result,
             layout,
             model,
+            model_hdd,
         });
     }
     bar.finish_and_clear();
@@ -366,6 +387,18 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
         Some(c) => c.agree(crate::scratch::require_root("bench paf"))?,
         None => crate::scratch::require_root("bench paf")?,
     }
+    let model = match a.model.as_deref() {
+        None => None,
+        Some(_) if cluster.is_some() => {
+            bail!("--model: not with --mpi (the ranks' files are not priced on the disk model)")
+        }
+        Some(m) => match crate::bench::DeviceModel::parse(m)? {
+            crate::bench::DeviceModel::Hdd(p) => Some(p),
+            crate::bench::DeviceModel::Ssd(_) => bail!(
+                "--model {m}: bench paf prices its files on the disk model; expected hdd or hdd@OFFSET"
+            ),
+        },
+    };
     let spec = MatrixSpec {
         fs: a.fs,
         fs_size: a.fs_size,
@@ -378,6 +411,7 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
         seed: a.seed,
         csv: a.csv,
         ranks: cluster.map_or(1, |c| c.size() as u64),
+        model,
     };
     if cluster.is_none() {
         paf_matrix::validate(&spec)?;

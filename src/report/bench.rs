@@ -19,6 +19,9 @@ pub struct BenchJob {
     /// `--model`: the job's reads on a modeled SSD (absent without --model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<crate::ssd::layout::ModeledReads>,
+    /// `--model hdd`: the job's reads on the modeled disk (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_hdd: Option<crate::hdd::ModeledIo>,
 }
 
 #[derive(Serialize)]
@@ -214,6 +217,22 @@ pub(crate) fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()
                 m.device_reads
             )?;
         }
+        if let Some(m) = &job.model_hdd {
+            let ms = |ns: u64| ns as f64 / 1e6;
+            writeln!(
+                w,
+                "  modeled on {}: {:.1} MB/s (real: {:.1}), {} device reads, {} seeks: {:.1} ms seeking, {:.1} ms rotational wait, {:.1} ms transfer, {} reads from look-ahead (first measured iteration; requests at the file's FIEMAP physical addresses on a Constellation ES.3 4 TB, see docs/hdd.md)",
+                m.model,
+                m.mb_s,
+                j.mb_per_s.trimmed_mean,
+                m.device_requests,
+                m.seeks,
+                ms(m.seek_ns),
+                ms(m.rotation_ns),
+                ms(m.transfer_ns),
+                m.lookahead_reads
+            )?;
+        }
     }
     Ok(())
 }
@@ -260,6 +279,9 @@ pub(crate) fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> 
         "model_collisions",
         "model_collided_requests",
         "model_device_reads",
+        // `--model hdd`: seeks and rotational wait (empty otherwise).
+        "model_seeks",
+        "model_rotation_ns",
     ])?;
     for job in jobs {
         let j = &job.result;
@@ -271,6 +293,7 @@ pub(crate) fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> 
             let m = |f: fn(&crate::ssd::layout::ModeledReads) -> String| {
                 job.model.as_ref().map_or(String::new(), f)
             };
+            let h = |f: fn(&crate::hdd::ModeledIo) -> String| job.model_hdd.as_ref().map(f);
             c.write_record([
                 j.path.to_string_lossy().into_owned(),
                 j.op.name().into(),
@@ -309,13 +332,16 @@ pub(crate) fn write_csv(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()> 
                 r.mapping
                     .as_ref()
                     .map_or(String::new(), |d| d.reads.to_string()),
-                m(|m| m.model.clone()),
-                m(|m| m.mapping.clone()),
-                m(|m| format!("{:.3}", m.mb_s)),
-                m(|m| m.read_time_ns.to_string()),
+                h(|h| h.model.clone()).unwrap_or_else(|| m(|m| m.model.clone())),
+                h(|h| h.mapping.clone()).unwrap_or_else(|| m(|m| m.mapping.clone())),
+                h(|h| format!("{:.3}", h.mb_s)).unwrap_or_else(|| m(|m| format!("{:.3}", m.mb_s))),
+                h(|h| h.time_ns.to_string()).unwrap_or_else(|| m(|m| m.read_time_ns.to_string())),
                 m(|m| m.collisions.to_string()),
                 m(|m| m.collided_requests.to_string()),
-                m(|m| m.device_reads.to_string()),
+                h(|h| h.device_requests.to_string())
+                    .unwrap_or_else(|| m(|m| m.device_reads.to_string())),
+                h(|h| h.seeks.to_string()).unwrap_or_default(),
+                h(|h| h.rotation_ns.to_string()).unwrap_or_default(),
             ])?;
         }
     }

@@ -370,11 +370,20 @@ pub(crate) fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
             r.csv.display()
         )?;
     }
-    writeln!(
+    let model = r
+        .rows
+        .iter()
+        .find(|x| x.model_mb_s.is_some())
+        .map(|x| x.model.clone());
+    write!(
         w,
         "{:>4} {:>5} {:>5} {:>6} {:>10} {:>7} {:>10} {:>7} {:>6}",
         "cap%", "frag%", "used%", "xfer", "write MB/s", "CoV", "read MB/s", "CoV", "frags"
     )?;
+    match &model {
+        Some(_) => writeln!(w, " {:>10} {:>10} {:>7}", "model wr", "model rd", "seeks")?,
+        None => writeln!(w)?,
+    }
     let mut cells: BTreeMap<(u64, u64, u64), [Option<&MatrixRow>; 2]> = BTreeMap::new();
     for row in &r.rows {
         let k = if row.op == "write" { 0 } else { 1 };
@@ -392,7 +401,7 @@ pub(crate) fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
             })
         };
         let any = wr.or(*rd);
-        writeln!(
+        write!(
             w,
             "{:>4} {:>5} {:>5.1} {:>6} {:>10} {:>7} {:>10} {:>7} {:>6.1}",
             c,
@@ -404,6 +413,24 @@ pub(crate) fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
             mbs(rd),
             cov(rd),
             any.map_or(0.0, |r| r.bench_file_fragments)
+        )?;
+        if model.is_some() {
+            let m = |r: &Option<&MatrixRow>| {
+                r.and_then(|r| r.model_mb_s)
+                    .map_or("-".to_string(), |v| format!("{v:.1}"))
+            };
+            let seeks = rd
+                .or(*wr)
+                .and_then(|r| r.model_seeks)
+                .map_or("-".to_string(), |v| format!("{v:.0}"));
+            write!(w, " {:>10} {:>10} {:>7}", m(wr), m(rd), seeks)?;
+        }
+        writeln!(w)?;
+    }
+    if let Some(name) = model {
+        writeln!(
+            w,
+            "model wr/rd: the benchmarked files' writes and reads at the same transfer size on the disk model {name} (write-through, read look-ahead; requests at the files' FIEMAP physical addresses; see docs/hdd.md); seeks: per read of the file"
         )?;
     }
     Ok(())

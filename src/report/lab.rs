@@ -131,9 +131,54 @@ fn modeled_cells(m: &MethodResult) -> (String, String) {
     )
 }
 
+/// The modeled devices' sentences: the NVMe's ([`nvme_verdicts`]), then the disk's
+/// ([`disk_verdict`]).
+pub(crate) fn modeled_verdicts(methods: &[MethodResult]) -> Vec<String> {
+    let mut out = nvme_verdicts(methods);
+    out.extend(disk_verdict(methods));
+    out
+}
+
+/// What the same fragmentation costs the modeled disk, beside the modeled NVMe: the
+/// untouched files' MB/s with their seeks and rotational wait, then each defragmenter's
+/// speed-up on the disk and on the NVMe. None without disk figures (an older report).
+pub(crate) fn disk_verdict(methods: &[MethodResult]) -> Option<String> {
+    let (first, rest) = methods.split_first()?;
+    let b = first.workload.modeled_disk.as_ref()?;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let each: Vec<String> = rest
+        .iter()
+        .filter_map(|m| {
+            let a = m.workload.modeled_disk.as_ref()?;
+            let nvme = match (&m.workload.modeled, &first.workload.modeled) {
+                (Some(x), Some(y)) => format!(" (NVMe ×{:.2})", ratio(x.mb_s, y.mb_s)),
+                _ => String::new(),
+            };
+            Some(format!("{} ×{:.2}{nvme}", m.name, ratio(a.mb_s, b.mb_s)))
+        })
+        .collect();
+    let after = if each.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Defragmented, on the disk against the NVMe: {}.",
+            each.join(", ")
+        )
+    };
+    Some(format!(
+        "On the modeled disk ({}: a 7200 rpm Constellation ES.3, deterministic; docs/hdd.md) the fragmented files read at {:.1} MB/s: {} seeks and {:.1} ms waiting for the platter per pass, against {:.1} ms of transfer.{after}",
+        b.model,
+        b.mb_s,
+        b.seeks,
+        ms(b.rotation_ns),
+        ms(b.transfer_ns),
+    ))
+}
+
 /// What the fragmentation costs on the modeled NVMe (one sentence), then one sentence per
 /// defragmenter: what it bought against each mechanism, or why it did not help.
-pub(crate) fn modeled_verdicts(methods: &[MethodResult]) -> Vec<String> {
+fn nvme_verdicts(methods: &[MethodResult]) -> Vec<String> {
     let Some((first, rest)) = methods.split_first() else {
         return Vec::new();
     };
@@ -1123,6 +1168,40 @@ mod tests {
         let mut m = method("before", 1, 1, 1.0);
         m.workload.modeled = None;
         assert!(modeled_verdicts(&[m]).is_empty());
+    }
+
+    /// The disk's sentence follows the NVMe's: the untouched files' disk MB/s and its
+    /// mechanics, then each method's speed-up on both devices.
+    #[test]
+    fn disk_verdict_puts_the_disk_beside_the_nvme() {
+        let disk = |mb_s: f64, seeks: u64| crate::lab::DiskFigures {
+            model: "hdd".into(),
+            mb_s,
+            seeks,
+            rotation_ns: 376_100_000,
+            transfer_ns: 383_500_000,
+            ..crate::lab::DiskFigures::default()
+        };
+        let mut ms = vec![
+            method("before", 300, 40, 500.0),
+            method("pick", 100, 40, 550.0),
+            method("full", 100, 40, 600.0),
+        ];
+        ms[0].workload.modeled_disk = Some(disk(88.0, 1));
+        ms[1].workload.modeled_disk = Some(disk(176.0, 0));
+        ms[2].workload.modeled_disk = Some(disk(176.0, 0));
+        let v = modeled_verdicts(&ms);
+        let d = v.last().unwrap();
+        assert!(d.starts_with("On the modeled disk (hdd"), "{d}");
+        assert!(d.contains("read at 88.0 MB/s: 1 seeks and 376.1 ms"), "{d}");
+        assert!(
+            d.contains("pick ×2.00 (NVMe ×1.10), full ×2.00 (NVMe ×1.20)"),
+            "{d}"
+        );
+        // Without disk figures, the NVMe's sentences alone.
+        ms[0].workload.modeled_disk = None;
+        assert_eq!(modeled_verdicts(&ms).len(), v.len() - 1);
+        assert_eq!(disk_verdict(&ms), None);
     }
 
     /// A method whose per-round MB/s are `ratios` × 100 against an untouched state at 100

@@ -29,13 +29,32 @@ pub struct LayoutPrediction {
     pub split_each: Vec<u64>,
 }
 
-/// The job's first measured iteration replayed on the modeled SSD `p`, the device's
-/// mapping built from the file's FIEMAP in physical order (see `ssd::layout`).
-pub fn model_reads(
-    p: &fragkit_core::ssd::Params,
-    spec: &fragkit_core::io::JobSpec,
-    job: &JobResult,
-) -> anyhow::Result<fragkit_core::ssd::layout::ModeledReads> {
+/// A `--model` spec: an SSD preset (`ssd::params::PRESETS`, `g,S`) or the disk model
+/// (`hdd`, `hdd@OFFSET`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeviceModel {
+    Ssd(fragkit_core::ssd::Params),
+    Hdd(fragkit_core::hdd::Params),
+}
+
+impl DeviceModel {
+    /// `hdd…` is the disk model; anything else an SSD spec. One-line errors.
+    pub fn parse(spec: &str) -> anyhow::Result<DeviceModel> {
+        if spec.trim().to_ascii_lowercase().starts_with("hdd") {
+            return Ok(DeviceModel::Hdd(fragkit_core::hdd::Params::parse(spec)?));
+        }
+        let p = fragkit_core::ssd::Params::parse(spec)
+            .map_err(|e| anyhow::anyhow!("{e}; or hdd / hdd@OFFSET for the disk model"))?;
+        p.validate()?;
+        Ok(DeviceModel::Ssd(p))
+    }
+}
+
+/// A file's extents and the (offset, length) requests of one iteration.
+type FileRequests = (Vec<fragkit_sys::fiemap::Extent>, Vec<(u64, u64)>);
+
+/// The job's file's extents and its first measured iteration's requests.
+fn job_requests(spec: &fragkit_core::io::JobSpec, job: &JobResult) -> anyhow::Result<FileRequests> {
     use anyhow::Context;
     let shown = job.path.display();
     if job.target.kind != "file" {
@@ -50,7 +69,30 @@ pub fn model_reads(
         1
     };
     let reads = fragkit_core::io::planned_requests(spec, job.region_size, round_to, spec.warmup);
+    Ok((extents, reads))
+}
+
+/// The job's first measured iteration replayed on the modeled SSD `p`, the device's
+/// mapping built from the file's FIEMAP in physical order (see `ssd::layout`).
+pub fn model_reads(
+    p: &fragkit_core::ssd::Params,
+    spec: &fragkit_core::io::JobSpec,
+    job: &JobResult,
+) -> anyhow::Result<fragkit_core::ssd::layout::ModeledReads> {
+    let (extents, reads) = job_requests(spec, job)?;
     fragkit_core::ssd::layout::model_reads(p, &extents, &reads, job.effective_queue_depth)
+        .map_err(|e| anyhow::anyhow!("--model: {e}"))
+}
+
+/// The job's first measured iteration on the modeled disk `p`: its requests split at the
+/// file's extent ends, at the FIEMAP physical addresses (see `hdd::layout`).
+pub fn model_reads_hdd(
+    p: &fragkit_core::hdd::Params,
+    spec: &fragkit_core::io::JobSpec,
+    job: &JobResult,
+) -> anyhow::Result<fragkit_core::hdd::ModeledIo> {
+    let (extents, reads) = job_requests(spec, job)?;
+    fragkit_core::hdd::layout::model_reads(p, &extents, &reads, job.effective_queue_depth)
         .map_err(|e| anyhow::anyhow!("--model: {e}"))
 }
 

@@ -10,6 +10,11 @@
 //! IOR's method (bench::ior: every rank writes and reads its own `bench_size` file, reads
 //! shifted to another rank's), and rank 0 keeps the CSV.
 //!
+//! With `--model hdd` ([`MatrixSpec::model`]): each iteration's benchmarked file is also
+//! priced on the modeled disk (fragkit_core::hdd): its writes and reads at the same
+//! transfer size and queue depth, split where its extents (FIEMAP, after the read) end,
+//! at their physical addresses. Mean modeled MB/s per row beside the measured one.
+//!
 //! Resumable: each finished cell's rows are appended to a CSV at once; a later run with
 //! the same CSV skips the cells already there.
 
@@ -44,6 +49,16 @@ pub struct MatrixSpec {
     pub csv: PathBuf,
     /// MPI ranks populating and measuring each cell (1: this process alone).
     pub ranks: u64,
+    /// `--model hdd`: also price each benchmarked file's writes and reads on the disk model.
+    pub model: Option<fragkit_core::hdd::Params>,
+}
+
+impl MatrixSpec {
+    fn model_name(&self) -> String {
+        self.model
+            .as_ref()
+            .map_or(String::new(), |p| p.name.clone())
+    }
 }
 
 /// One CSV row: one (cell, transfer size, op).
@@ -76,6 +91,34 @@ pub struct MatrixRow {
     /// (`--mpi`; CSVs from before it have no column: 1).
     #[serde(default = "one")]
     pub ranks: u64,
+    /// `--model`: the disk model the row was priced on ("" without; CSVs from before it
+    /// have no column).
+    #[serde(default)]
+    pub model: String,
+    /// Modeled MB/s of the row's op on the benchmarked files (mean over iterations), their
+    /// device requests and seeks per iteration (empty without --model).
+    #[serde(default)]
+    pub model_mb_s: Option<f64>,
+    #[serde(default)]
+    pub model_device_requests: Option<f64>,
+    #[serde(default)]
+    pub model_seeks: Option<f64>,
+}
+
+/// Per-iteration modeled figures of one op: MB/s, device requests, seeks.
+#[derive(Debug, Clone, Default)]
+pub struct Modeled {
+    pub mb_s: Vec<f64>,
+    pub requests: Vec<f64>,
+    pub seeks: Vec<f64>,
+}
+
+impl Modeled {
+    fn push(&mut self, m: &fragkit_core::hdd::ModeledIo) {
+        self.mb_s.push(m.mb_s);
+        self.requests.push(m.device_requests as f64);
+        self.seeks.push(m.seeks as f64);
+    }
 }
 
 fn one() -> u64 {
@@ -93,8 +136,10 @@ impl MatrixRow {
         bench_file_fragments: f64,
         (used_pct, paf_layout_score): (f64, f64),
         ranks: u64,
+        modeled: Option<&Modeled>,
     ) -> MatrixRow {
         let s = Summary::of(mb_per_s);
+        let m = |f: fn(&Modeled) -> &Vec<f64>| modeled.map(|x| mean(f(x)));
         MatrixRow {
             fs: spec.fs.name().to_string(),
             fs_size: spec.fs_size,
@@ -116,6 +161,10 @@ impl MatrixRow {
             used_pct,
             paf_layout_score,
             ranks,
+            model: spec.model_name(),
+            model_mb_s: m(|x| &x.mb_s),
+            model_device_requests: m(|x| &x.requests),
+            model_seeks: m(|x| &x.seeks),
         }
     }
 }
@@ -172,6 +221,9 @@ pub fn validate(spec: &MatrixSpec) -> Result<()> {
     if spec.iterations == 0 {
         bail!("--iterations 0: expected at least 1");
     }
+    if spec.model.is_some() && spec.ranks > 1 {
+        bail!("--model: not with --mpi (the ranks' files are not priced on the disk model)");
+    }
     Ok(())
 }
 
@@ -204,6 +256,7 @@ fn same_setup(row: &MatrixRow, spec: &MatrixSpec) -> bool {
         && row.seed == spec.seed
         && row.iterations == spec.iterations
         && row.ranks == spec.ranks
+        && row.model == spec.model_name()
 }
 
 /// (capacity, frag) cells whose every transfer size has a write and a read row.
@@ -245,7 +298,7 @@ fn existing_rows(spec: &MatrixSpec) -> Result<Vec<MatrixRow>> {
     let existing = read_rows(&spec.csv)?;
     if let Some(r) = existing.iter().find(|r| !same_setup(r, spec)) {
         bail!(
-            "{}: holds results of another setup (fs {}, fs size {}, bench size {}, file size {}, seed {}, {} iterations, {} rank(s)); give another --csv or the same options",
+            "{}: holds results of another setup (fs {}, fs size {}, bench size {}, file size {}, seed {}, {} iterations, {} rank(s), model {:?}); give another --csv or the same options",
             spec.csv.display(),
             r.fs,
             r.fs_size,
@@ -253,7 +306,8 @@ fn existing_rows(spec: &MatrixSpec) -> Result<Vec<MatrixRow>> {
             r.file_size,
             r.seed,
             r.iterations,
-            r.ranks
+            r.ranks,
+            r.model
         );
     }
     Ok(existing)
@@ -416,6 +470,7 @@ fn measure_cell_ranks(
                 mean(&frags),
                 (structure.used_pct, structure.layout_score),
                 cl.size() as u64,
+                None,
             ));
         }
     }
@@ -443,6 +498,33 @@ fn append_rows(path: &Path, rows: &[MatrixRow]) -> Result<()> {
     Ok(())
 }
 
+/// The benchmarked file's writes and reads on the modeled disk: `size` bytes in `xfer`
+/// requests from offset 0, `qd` in flight, split at its extents' ends (FIEMAP now).
+fn model_file(
+    p: &fragkit_core::hdd::Params,
+    path: &Path,
+    size: u64,
+    xfer: u64,
+    qd: u32,
+) -> Result<[fragkit_core::hdd::ModeledIo; 2]> {
+    use fragkit_core::hdd::layout::{model_reads, model_writes};
+    let f = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    let extents = fragkit_sys::fiemap::read_extents(std::os::fd::AsFd::as_fd(&f), true)
+        .map_err(|e| anyhow::anyhow!("{}: FIEMAP: {e}", path.display()))?;
+    let reqs = sequential_requests(size, xfer);
+    let w = model_writes(p, &extents, &reqs, qd).map_err(|e| anyhow::anyhow!("--model: {e}"))?;
+    let r = model_reads(p, &extents, &reqs, qd).map_err(|e| anyhow::anyhow!("--model: {e}"))?;
+    Ok([w, r])
+}
+
+/// (offset, length) of `size` bytes in `xfer` requests from 0 (the last one shorter).
+fn sequential_requests(size: u64, xfer: u64) -> Vec<(u64, u64)> {
+    let x = xfer.max(1);
+    (0..size.div_ceil(x))
+        .map(|i| (i * x, x.min(size - i * x)))
+        .collect()
+}
+
 /// One cell on its own fresh scratch file system.
 fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<MatrixRow>> {
     let scratch = Scratch::create(&ScratchSpec::new(spec.fs, spec.fs_size))
@@ -459,6 +541,7 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
     let mut rows = Vec::new();
     for &xfer in &spec.xfers {
         let mut per_op: [(Vec<f64>, Vec<f64>); 2] = Default::default();
+        let mut modeled: [Modeled; 2] = Default::default();
         let mut frags = Vec::new();
         for _ in 0..spec.iterations {
             // One process: stop between runs, the cell's scratch file system torn down on
@@ -468,10 +551,12 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
             }
             let _ = std::fs::remove_file(&path);
             fragkit_sys::sync::syncfs(&mnt)?;
+            let mut qd = 1;
             for (k, op) in [Op::Write, Op::Read].into_iter().enumerate() {
                 let mut job = JobSpec::new(&path, op);
                 job.block_size = xfer;
                 job.size = Some(spec.bench_size);
+                qd = job.queue_depth;
                 let r = run_job(&job)?;
                 let it = &r.iterations[0];
                 per_op[k].0.push(it.mb_per_s);
@@ -484,6 +569,11 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
                     frags.push(crate::age::check_file(&path)?.fragments as f64);
                 }
             }
+            if let Some(p) = &spec.model {
+                let [w, r] = model_file(p, &path, spec.bench_size, xfer, qd)?;
+                modeled[0].push(&w);
+                modeled[1].push(&r);
+            }
         }
         for (k, op) in ["write", "read"].into_iter().enumerate() {
             rows.push(MatrixRow::new(
@@ -494,6 +584,7 @@ fn measure_cell(spec: &MatrixSpec, capacity: u64, frag: u64) -> Result<Vec<Matri
                 mean(&frags),
                 (structure.used_pct, structure.layout_score),
                 1,
+                spec.model.as_ref().map(|_| &modeled[k]),
             ));
         }
     }
@@ -519,6 +610,7 @@ mod tests {
             seed: 1,
             csv: PathBuf::from("x.csv"),
             ranks: 1,
+            model: None,
         }
     }
 
@@ -544,6 +636,10 @@ mod tests {
             used_pct: 10.0,
             paf_layout_score: 1.0,
             ranks: 1,
+            model: String::new(),
+            model_mb_s: None,
+            model_device_requests: None,
+            model_seeks: None,
         }
     }
 
@@ -565,6 +661,88 @@ mod tests {
         let mut other = s.clone();
         other.iterations = 3;
         assert!(done_cells(&rows, &other).is_empty());
+    }
+
+    /// A cell priced on the disk model is another setup than one without it; the
+    /// requests cover the file with a short last one.
+    #[test]
+    fn model_rows_are_their_own_setup_and_requests_cover_the_file() {
+        let s = spec();
+        let mut m = s.clone();
+        m.model = Some(fragkit_core::hdd::Params::hdd());
+        let plain = row(&s, 10, 1 << 20, "write");
+        assert!(same_setup(&plain, &s) && !same_setup(&plain, &m));
+        assert_eq!(
+            sequential_requests(5 << 19, 1 << 20),
+            vec![(0, 1 << 20), (1 << 20, 1 << 20), (2 << 20, 1 << 19)]
+        );
+        assert!(sequential_requests(0, 1 << 20).is_empty());
+        m.ranks = 2;
+        assert!(validate(&m).unwrap_err().to_string().contains("--mpi"));
+    }
+
+    /// A CSV written before the model columns existed still reads (no model, no figures).
+    #[test]
+    fn old_csv_rows_read_without_model_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.csv");
+        let s = spec();
+        let r = row(&s, 10, 1 << 20, "read");
+        let mut w = csv::Writer::from_path(&path).unwrap();
+        w.write_record([
+            "fs",
+            "fs_size",
+            "bench_size",
+            "file_size",
+            "seed",
+            "capacity_pct",
+            "frag_pct",
+            "xfer",
+            "op",
+            "iterations",
+            "mb_per_s_mean",
+            "mb_per_s_trimmed_mean",
+            "mb_per_s_cov",
+            "mb_per_s_min",
+            "mb_per_s_max",
+            "device_requests",
+            "bench_file_fragments",
+            "used_pct",
+            "paf_layout_score",
+            "ranks",
+        ])
+        .unwrap();
+        w.write_record([
+            "ext4",
+            &s.fs_size.to_string(),
+            &s.bench_size.to_string(),
+            &s.file_size.to_string(),
+            "1",
+            "10",
+            "0",
+            "1048576",
+            "read",
+            "2",
+            "1",
+            "1",
+            "0",
+            "1",
+            "1",
+            "1",
+            "1",
+            "10",
+            "1",
+            "1",
+        ])
+        .unwrap();
+        w.flush().unwrap();
+        assert_eq!(read_rows(&path).unwrap(), vec![r.clone()]);
+        // And a row with the model round-trips.
+        let mut m = r;
+        m.model = "hdd".into();
+        m.model_mb_s = Some(123.5);
+        append_rows(&dir.path().join("new.csv"), std::slice::from_ref(&m)).unwrap();
+        assert_eq!(read_rows(&dir.path().join("new.csv")).unwrap(), vec![m]);
     }
 
     #[test]

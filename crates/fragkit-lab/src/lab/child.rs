@@ -92,6 +92,9 @@ pub struct BenchJob {
     /// `bench read --model`: the job's reads on the modeled SSD.
     #[serde(default)]
     pub model: Option<fragkit_core::ssd::layout::ModeledReads>,
+    /// `bench read --model hdd`: the job's reads on the modeled disk.
+    #[serde(default)]
+    pub model_hdd: Option<fragkit_core::hdd::ModeledIo>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

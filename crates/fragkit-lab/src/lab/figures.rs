@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::child::{Bench, Defrag, Scan};
 use super::{
-    DefragFigures, FileRow, Headline, LabSpec, LayoutFigures, MethodResult, ModeledFigures,
-    WorkloadFigures,
+    DefragFigures, DiskFigures, FileRow, Headline, LabSpec, LayoutFigures, MethodResult,
+    ModeledFigures, WorkloadFigures,
 };
 use fragkit_core::scratch::FsType;
 
@@ -102,6 +102,7 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
     let (mut bytes, mut requests) = (0, 0);
     let mut predicted: Option<u64> = None;
     let mut modeled: Option<ModeledFigures> = None;
+    let mut modeled_disk: Option<DiskFigures> = None;
     for (k, round) in rounds.iter().enumerate() {
         let jobs: Vec<_> = round
             .jobs
@@ -134,13 +135,15 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
             0.0
         });
         let m = modeled_pass(&jobs);
+        let disk = disk_pass(&jobs);
         if k == 0 {
             predicted = jobs
                 .iter()
                 .map(|j| j.layout.as_ref().map(|l| l.split))
                 .sum();
             modeled = m;
-        } else if m != modeled {
+            modeled_disk = disk;
+        } else if m != modeled || disk != modeled_disk {
             // Same layout, same requests: anything else is a bug in the model.
             bail!(
                 "bench read --model: round {} gave other modeled figures for {} than round 1",
@@ -161,7 +164,30 @@ pub(crate) fn workload_figures(rounds: &[Bench], mp: &Path) -> Result<WorkloadFi
         mb_per_s_cov: fragkit_core::stats::cov(&mbps),
         mb_per_s_each: mbps,
         modeled,
+        modeled_disk,
     })
+}
+
+/// The disk model's figures of one pass (its jobs one after another: times and counts
+/// add up); None when a job was not priced on the disk.
+fn disk_pass(jobs: &[&super::child::BenchJob]) -> Option<DiskFigures> {
+    let mut f = DiskFigures::default();
+    for j in jobs {
+        let m = j.model_hdd.as_ref()?;
+        f.model.clone_from(&m.model);
+        f.mapping.clone_from(&m.mapping);
+        f.op.clone_from(&m.op);
+        f.device_requests += m.device_requests;
+        f.bytes += m.bytes;
+        f.time_ns += m.time_ns;
+        f.seeks += m.seeks;
+        f.seek_ns += m.seek_ns;
+        f.rotation_ns += m.rotation_ns;
+        f.transfer_ns += m.transfer_ns;
+        f.lookahead_reads += m.lookahead_reads;
+    }
+    f.mb_s = fragkit_core::ssd::model::mb_s(f.bytes, f.time_ns);
+    Some(f)
 }
 
 /// The modeled figures of one pass (its jobs run one after another: times add up); None
@@ -827,6 +853,50 @@ mod tests {
         let a = workload_figures(&r, Path::new("/a")).unwrap();
         assert_eq!(a.predicted_device_reads, None);
         assert_eq!(a.device_reads, 0.0);
+    }
+
+    /// `job` with the disk model's figures for it.
+    fn disk_job(path: &str, time_ns: u64, seeks: u64) -> String {
+        let j = job(path, 1_000_000, 1.0, Some(2), Some(2));
+        format!(
+            r#"{},"model_hdd":{{"model":"hdd","mapping":"fiemap-physical-address","op":"read","device_requests":2,"bytes":1000000,"time_ns":{time_ns},"mb_s":0,"seeks":{seeks},"seek_ns":0,"rotation_ns":{},"transfer_ns":0,"lookahead_reads":0}}}}"#,
+            &j[..j.len() - 1],
+            seeks * 1000
+        )
+    }
+
+    /// A state's disk figures add up over its jobs (2 MB in 4 ms: 500 MB/s); a round that
+    /// prices the same files otherwise is refused, and a job without them leaves none.
+    #[test]
+    fn disk_figures_add_up_and_repeat_every_round() {
+        let r1 = round(&[
+            disk_job("/a/work/f0", 1_000_000, 1),
+            disk_job("/a/work/f1", 3_000_000, 2),
+        ]);
+        let a = workload_figures(&[r1.clone(), r1.clone()], Path::new("/a")).unwrap();
+        let d = a.modeled_disk.unwrap();
+        assert_eq!(
+            (d.bytes, d.time_ns, d.seeks, d.rotation_ns),
+            (2_000_000, 4_000_000, 3, 3000)
+        );
+        assert_eq!((d.device_requests, d.model.as_str()), (4, "hdd"));
+        assert_eq!(d.mb_s, 500.0);
+        let r2 = round(&[
+            disk_job("/a/work/f0", 1_000_000, 1),
+            disk_job("/a/work/f1", 3_000_001, 2),
+        ]);
+        let e = workload_figures(&[r1.clone(), r2], Path::new("/a")).unwrap_err();
+        assert!(e.to_string().contains("round 2"), "{e}");
+        let r3 = round(&[
+            disk_job("/a/work/f0", 1_000_000, 1),
+            job("/a/work/f1", 1, 1.0, None, None),
+        ]);
+        assert_eq!(
+            workload_figures(&[r3], Path::new("/a"))
+                .unwrap()
+                .modeled_disk,
+            None
+        );
     }
 
     fn state(name: &str, written: u64) -> State {

@@ -34,6 +34,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// (see docs/ssd.md).
 pub(crate) const MODEL: &str = "fast24";
 
+/// The modeled disk priced beside it: what the same fragmentation costs a hard disk
+/// (a Constellation ES.3 4 TB, see docs/hdd.md).
+pub(crate) const DISK_MODEL: &str = "hdd";
+
 /// What the lab reads from the fragmented files, before and after each defragmenter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -251,11 +255,16 @@ pub struct WorkloadFigures {
     /// The same pass on the modeled NVMe (`bench read --model fast24`): deterministic,
     /// equal in every round.
     pub modeled: Option<ModeledFigures>,
+    /// The same pass on the modeled disk (`bench read --model hdd`): deterministic too.
+    pub modeled_disk: Option<DiskFigures>,
 }
 
 /// One pass of the workload over a state's files on the modeled SSD: its jobs summed
 /// (the fields of one job's figures, see `ssd::layout::ModeledReads`).
 pub use fragkit_core::ssd::layout::ModeledReads as ModeledFigures;
+
+/// One pass of the workload on the modeled disk: its jobs summed (see `hdd::ModeledIo`).
+pub use fragkit_core::hdd::ModeledIo as DiskFigures;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MethodResult {

@@ -379,6 +379,8 @@ pub(crate) fn bench_rounds(
             s("1"),
             s("--model"),
             s(super::MODEL),
+            s("--model"),
+            s(super::DISK_MODEL),
             s("--format"),
             s("json"),
         ]);
