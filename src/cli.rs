@@ -501,6 +501,15 @@ fn queue_depth(s: &str) -> Result<u32, String> {
     }
 }
 
+fn readers(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=65536).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "readers '{s}': expected 1 to 65536 closed-loop readers"
+        )),
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct BenchIoArgs {
     /// Files (or, for read, block devices) to run the job on, one after another
@@ -970,6 +979,11 @@ pub struct SsdArgs {
     /// Device commands in flight at most (default: the preset's)
     #[arg(long, value_name = "N", value_parser = queue_depth)]
     pub queue_depth: Option<u32>,
+    /// Replay the trace's reads as N closed-loop readers (each application request starts
+    /// when one of N is free) instead of with the recording's overlap: for a read phase of
+    /// N synchronous threads (bench fast24's fileserver: 10)
+    #[arg(long, value_name = "N", value_parser = readers)]
+    pub readers: Option<u32>,
     /// List the presets with every parameter and exit
     #[arg(long)]
     pub presets: bool,

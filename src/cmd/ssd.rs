@@ -1,4 +1,4 @@
-//! `fragkit ssd TRACE [--model PRESET|g,S] [--approach] [--queue-depth N]`
+//! `fragkit ssd TRACE [--model PRESET|g,S] [--approach] [--queue-depth N] [--readers N]`
 
 use std::io::{self, BufWriter, Write};
 
@@ -40,7 +40,10 @@ pub fn run(args: SsdArgs) -> Result<i32> {
         } else {
             Placement::WriteOrder
         };
-        let report = Ssd::replay(&p, placement, &trace.requests)?;
+        let report = match args.readers {
+            Some(n) => Ssd::replay_closed(&p, placement, &trace.requests, 0, n)?,
+            None => Ssd::replay(&p, placement, &trace.requests)?,
+        };
         match args.format {
             ReportFormat::Table => out::write_table(&mut w, &p, &trace, &report),
             ReportFormat::Json => out::write_json(&mut w, &p, &trace, &report),

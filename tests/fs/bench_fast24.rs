@@ -95,4 +95,17 @@ fn bench_fast24_quick_gives_18_rows_with_deterministic_modeled_figures() {
     ]);
     let mb = c["report"]["read_mb_s"].as_f64().unwrap();
     assert_eq!(mib(mb), row("append-worst", "approach"));
+    // The fileserver's read phase is 10 closed-loop readers in the table; `ssd --readers 10`
+    // on its kept trace gives the same figure.
+    let fs = traces.path().join("fileserver.json");
+    let f = fragkit_json(&[
+        "ssd",
+        fs.to_str().unwrap(),
+        "--readers",
+        "10",
+        "--format",
+        "json",
+    ]);
+    let mb = f["report"]["read_mb_s"].as_f64().unwrap();
+    assert_eq!(mib(mb), row("fileserver", "fragmented"));
 }

@@ -271,6 +271,11 @@ impl Calendar {
 struct ClosedReads {
     from_ns: u64,
     readers: u32,
+    /// Non-read requests as (recorded completion, modeled completion): a read the
+    /// recording issued after such a request completed still starts after it on the model
+    /// (reads follow the writes they read).
+    writes: BinaryHeap<Reverse<(u64, u64)>>,
+    floor: u64,
     /// When each reader is free again.
     free: BinaryHeap<Reverse<u64>>,
     started: bool,
@@ -434,6 +439,8 @@ impl Ssd {
         self.closed = Some(ClosedReads {
             from_ns,
             readers: readers.max(1),
+            writes: BinaryHeap::new(),
+            floor: 0,
             free: BinaryHeap::new(),
             started: false,
             group_start: 0,
@@ -502,13 +509,20 @@ impl Ssd {
             c.free.extend((0..c.readers).map(|_| Reverse(base)));
         }
         let c = self.closed.as_mut()?;
+        while let Some(&Reverse((rec_done, done))) = c.writes.peek() {
+            if rec_done > r.issue_ns {
+                break;
+            }
+            c.writes.pop();
+            c.floor = c.floor.max(done);
+        }
         if !continues {
             if c.group_done > 0 {
                 c.free.push(Reverse(c.group_done));
             }
             let Reverse(t) = c.free.pop()?;
-            c.group_start = t;
-            c.group_done = t;
+            c.group_start = t.max(c.floor);
+            c.group_done = c.group_start;
         }
         let start = c.group_start;
         self.advance_to(start);
@@ -547,8 +561,12 @@ impl Ssd {
             }
         };
         self.end = self.end.max(done);
-        if let (Some(_), Some(c)) = (closed, self.closed.as_mut()) {
-            c.group_done = c.group_done.max(done);
+        if let Some(c) = self.closed.as_mut() {
+            match closed {
+                Some(_) => c.group_done = c.group_done.max(done),
+                None if r.op != Op::Read => c.writes.push(Reverse((r.complete_ns, done))),
+                None => {}
+            }
         }
         self.deps.push(Reverse((r.complete_ns, done)));
     }
@@ -1119,6 +1137,20 @@ mod tests {
         // Dies 0, 2, 4, 6: two readers overlap fully, pair after pair.
         near(two.read_time_ns, 2 * PAGE_DIE_NS, 8);
         assert_eq!((two.read_groups, two.collisions), (4, 0));
+        // A read issued before the writes (e.g. metadata) does not pull the later reads
+        // ahead of the writes they read: with one at t = 0, they still start after the
+        // write completed, and each still costs one page time.
+        let mut early = vec![req(Op::Read, 1 << 30, 4 * K, 0)];
+        early[0].complete_ns = 1;
+        early.extend(t.iter().cloned().map(|mut q| {
+            if q.op == Op::Write {
+                q.issue_ns = 10;
+                q.complete_ns = 20;
+            }
+            q
+        }));
+        let e = Ssd::replay_closed(&p, Placement::WriteOrder, &early, 0, 1).unwrap();
+        near(e.read_time_ns, 4 * PAGE_DIE_NS, 8);
     }
 
     #[test]
