@@ -30,12 +30,10 @@
 //! the sustained rate), track/sector defects and spares, the write-back cache, the
 //! segmented buffer's segment count, and power states.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use serde::Serialize;
 
 use super::params::{ParamError, Params};
+use crate::ssd::replay::{Busy, Dependencies};
 use crate::ssd::trace::{Op, Request};
 
 /// What a replay found. Times in nanoseconds of modeled time.
@@ -66,30 +64,6 @@ pub struct Report {
     pub write_mb_s: f64,
 }
 
-/// Union of intervals whose starts never decrease.
-#[derive(Default)]
-struct Busy {
-    total: u64,
-    cur: Option<(u64, u64)>,
-}
-
-impl Busy {
-    fn add(&mut self, s: u64, e: u64) {
-        match &mut self.cur {
-            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
-            cur => {
-                if let Some((cs, ce)) = *cur {
-                    self.total += ce - cs;
-                }
-                *cur = Some((s, e));
-            }
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.total + self.cur.map_or(0, |(s, e)| e - s)
-    }
-}
-
 pub struct Hdd {
     p: Params,
     rot: u64,
@@ -98,9 +72,7 @@ pub struct Hdd {
     head_free: u64,
     last_op: Option<Op>,
     // Replay state (as ssd::model).
-    deps: BinaryHeap<Reverse<(u64, u64)>>,
-    barrier: Option<(u64, u64)>,
-    first_issue: Option<u64>,
+    deps: Dependencies,
     last_start: u64,
     end: u64,
     reads_busy: Busy,
@@ -116,9 +88,7 @@ impl Hdd {
             head_addr: p.start_bytes,
             head_free: 0,
             last_op: None,
-            deps: BinaryHeap::new(),
-            barrier: None,
-            first_issue: None,
+            deps: Dependencies::default(),
             last_start: 0,
             end: 0,
             reads_busy: Busy::default(),
@@ -142,19 +112,7 @@ impl Hdd {
 
     /// Modeled arrival of a request: after its recorded dependencies plus its think time.
     fn start_time(&mut self, r: &Request) -> u64 {
-        let first = *self.first_issue.get_or_insert(r.issue_ns);
-        while let Some(&Reverse((rec_done, model_done))) = self.deps.peek() {
-            if rec_done > r.issue_ns {
-                break;
-            }
-            self.deps.pop();
-            let (rb, b) = self.barrier.unwrap_or((0, 0));
-            self.barrier = Some((rb.max(rec_done), b.max(model_done)));
-        }
-        let origin = match self.barrier {
-            Some((rb, b)) => b.saturating_add(r.issue_ns.saturating_sub(rb)),
-            None => r.issue_ns.saturating_sub(first),
-        };
+        let origin = self.deps.origin(r);
         self.last_start = self.last_start.max(origin);
         self.last_start
     }
@@ -186,7 +144,7 @@ impl Hdd {
             }
         };
         self.end = self.end.max(done);
-        self.deps.push(Reverse((r.complete_ns, done)));
+        self.deps.completed(r, done);
     }
 
     /// Serve one transfer arriving at `arrive`; returns its completion.

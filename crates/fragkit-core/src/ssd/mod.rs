@@ -13,6 +13,7 @@
 pub mod layout;
 pub mod model;
 pub mod params;
+pub(crate) mod replay;
 pub mod trace;
 
 pub use model::{Placement, Report, Ssd};

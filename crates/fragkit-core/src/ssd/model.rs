@@ -23,6 +23,7 @@ use std::collections::{BinaryHeap, HashMap};
 use serde::Serialize;
 
 use super::params::{ParamError, Params, MAP_UNIT};
+use super::replay::{Busy, Dependencies};
 use super::trace::{Op, Request};
 
 /// Where the FTL puts written units.
@@ -271,11 +272,10 @@ impl Calendar {
 struct ClosedReads {
     from_ns: u64,
     readers: u32,
-    /// Non-read requests as (recorded completion, modeled completion): a read the
-    /// recording issued after such a request completed still starts after it on the model
-    /// (reads follow the writes they read).
-    writes: BinaryHeap<Reverse<(u64, u64)>>,
-    floor: u64,
+    /// The non-read requests' dependencies: a read the recording issued after such a
+    /// request completed still starts after it on the model (reads follow the writes they
+    /// read).
+    writes: Dependencies,
     /// When each reader is free again.
     free: BinaryHeap<Reverse<u64>>,
     started: bool,
@@ -305,30 +305,6 @@ impl ReadGroup {
     }
 }
 
-/// Union of intervals whose starts never decrease.
-#[derive(Default)]
-struct Busy {
-    total: u64,
-    cur: Option<(u64, u64)>,
-}
-
-impl Busy {
-    fn add(&mut self, s: u64, e: u64) {
-        match &mut self.cur {
-            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
-            cur => {
-                if let Some((cs, ce)) = *cur {
-                    self.total += ce - cs;
-                }
-                *cur = Some((s, e));
-            }
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.total + self.cur.map_or(0, |(s, e)| e - s)
-    }
-}
-
 pub struct Ssd {
     p: Params,
     placement: Placement,
@@ -353,9 +329,7 @@ pub struct Ssd {
     host: Calendar,
     inflight: BinaryHeap<Reverse<u64>>,
     // Replay state.
-    deps: BinaryHeap<Reverse<(u64, u64)>>,
-    barrier: Option<(u64, u64)>,
-    first_issue: Option<u64>,
+    deps: Dependencies,
     last_start: u64,
     end: u64,
     reads_busy: Busy,
@@ -393,9 +367,7 @@ impl Ssd {
             ch: (0..p.channels).map(|_| Calendar::default()).collect(),
             host: Calendar::default(),
             inflight: BinaryHeap::new(),
-            deps: BinaryHeap::new(),
-            barrier: None,
-            first_issue: None,
+            deps: Dependencies::default(),
             last_start: 0,
             end: 0,
             reads_busy: Busy::default(),
@@ -439,8 +411,7 @@ impl Ssd {
         self.closed = Some(ClosedReads {
             from_ns,
             readers: readers.max(1),
-            writes: BinaryHeap::new(),
-            floor: 0,
+            writes: Dependencies::default(),
             free: BinaryHeap::new(),
             started: false,
             group_start: 0,
@@ -467,19 +438,7 @@ impl Ssd {
 
     /// Modeled start of a request: after its recorded dependencies plus its think time.
     fn start_time(&mut self, r: &Request) -> u64 {
-        let first = *self.first_issue.get_or_insert(r.issue_ns);
-        while let Some(&Reverse((rec_done, model_done))) = self.deps.peek() {
-            if rec_done > r.issue_ns {
-                break;
-            }
-            self.deps.pop();
-            let (rb, b) = self.barrier.unwrap_or((0, 0));
-            self.barrier = Some((rb.max(rec_done), b.max(model_done)));
-        }
-        let origin = match self.barrier {
-            Some((rb, b)) => b + (r.issue_ns - rb),
-            None => r.issue_ns - first,
-        };
+        let origin = self.deps.origin(r);
         self.advance_to(origin);
         self.last_start
     }
@@ -509,19 +468,13 @@ impl Ssd {
             c.free.extend((0..c.readers).map(|_| Reverse(base)));
         }
         let c = self.closed.as_mut()?;
-        while let Some(&Reverse((rec_done, done))) = c.writes.peek() {
-            if rec_done > r.issue_ns {
-                break;
-            }
-            c.writes.pop();
-            c.floor = c.floor.max(done);
-        }
+        let floor = c.writes.settle(r.issue_ns).map_or(0, |(_, done)| done);
         if !continues {
             if c.group_done > 0 {
                 c.free.push(Reverse(c.group_done));
             }
             let Reverse(t) = c.free.pop()?;
-            c.group_start = t.max(c.floor);
+            c.group_start = t.max(floor);
             c.group_done = c.group_start;
         }
         let start = c.group_start;
@@ -564,11 +517,11 @@ impl Ssd {
         if let Some(c) = self.closed.as_mut() {
             match closed {
                 Some(_) => c.group_done = c.group_done.max(done),
-                None if r.op != Op::Read => c.writes.push(Reverse((r.complete_ns, done))),
+                None if r.op != Op::Read => c.writes.completed(r, done),
                 None => {}
             }
         }
-        self.deps.push(Reverse((r.complete_ns, done)));
+        self.deps.completed(r, done);
     }
 
     fn units(r: &Request) -> (u64, u64) {
