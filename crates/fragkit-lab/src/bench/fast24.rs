@@ -130,9 +130,11 @@ pub struct Fast24Report {
 }
 
 /// One workload on a fresh scratch ext4 set up as the artifact's, recorded.
+/// `readers`: how the read phase is replayed (see [`model`]).
 fn recorded_run(
     name: &str,
     size: u64,
+    readers: Option<u32>,
     spec: &Fast24Spec,
     work: impl FnOnce(&Path) -> Result<(ReadBack, u64)> + Send,
 ) -> Result<Run> {
@@ -166,7 +168,7 @@ fn recorded_run(
         std::fs::write(&p, trace.to_json() + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
     }
-    let (write_order, approach) = model(&trace, readers(name))?;
+    let (write_order, approach) = model(&trace, readers)?;
     Ok(Run {
         name: name.to_string(),
         read,
@@ -178,20 +180,15 @@ fn recorded_run(
     })
 }
 
-/// How a run's read phase is replayed: None keeps the recording's overlap; Some(n): n
-/// closed-loop readers (`Ssd::closed_reads`), for a read phase of n threads each
-/// issuing one request at a time, where which requests overlapped on the recording
-/// device was a matter of its speed and of the scheduler (fileserver_read.f: `nthreads`
-/// 10, each open / readwholefile 1 MiB directio / close).
-pub fn readers(run: &str) -> Option<u32> {
-    run.starts_with("fileserver").then_some(FILESERVER_READERS)
-}
-
-/// fileserver_read.f's `set $nthreads=10`.
+/// The fileserver's read phase, replayed as this many closed-loop readers: a read phase
+/// of threads each issuing one request at a time, where which requests overlapped on the
+/// recording device was a matter of its speed and of the scheduler (fileserver_read.f:
+/// `set $nthreads=10`, each open / readwholefile 1 MiB directio / close).
 const FILESERVER_READERS: u32 = 10;
 
 /// The trace replayed under `fast24`, in write order and with the approach; the read
-/// phase (every read left in the trace) by `readers` closed-loop readers when given.
+/// phase (every read left in the trace) by `readers` closed-loop readers when given
+/// (`Ssd::closed_reads`), else with the recording's overlap.
 pub fn model(
     trace: &BlockTrace,
     readers: Option<u32>,
@@ -310,9 +307,10 @@ pub fn run(spec: &Fast24Spec, step: &mut dyn FnMut(&str)) -> Result<Fast24Report
     let mut runs: Vec<Run> = Vec::new();
     let mut go = |name: &str,
                   size: u64,
+                  readers: Option<u32>,
                   work: &(dyn Fn(&Path) -> Result<(ReadBack, u64)> + Sync)|
      -> Result<()> {
-        let r = recorded_run(name, size, spec, |d| work(d))?;
+        let r = recorded_run(name, size, readers, spec, |d| work(d))?;
         step(name);
         runs.push(r);
         Ok(())
@@ -320,7 +318,7 @@ pub fn run(spec: &Fast24Spec, step: &mut dyn FnMut(&str)) -> Result<Fast24Report
     let wanted = |f: Family| spec.only.is_empty() || spec.only.contains(&f);
     let hypothetical = wanted(Family::Hypothetical);
     if hypothetical {
-        go("hypothetical-contiguous", 512 << 20, &|d| {
+        go("hypothetical-contiguous", 512 << 20, None, &|d| {
             contiguous_file(d, seed)
         })?;
     }
@@ -337,7 +335,7 @@ pub fn run(spec: &Fast24Spec, step: &mut dyn FnMut(&str)) -> Result<Fast24Report
                     "{mname}-{pname}{}",
                     if approach { "-pseudo-approach" } else { "" }
                 );
-                go(&name, 1 << 30, &|d| hyp(d, mode, pat, approach, seed))?;
+                go(&name, 1 << 30, None, &|d| hyp(d, mode, pat, approach, seed))?;
             }
         }
     }
@@ -351,7 +349,7 @@ pub fn run(spec: &Fast24Spec, step: &mut dyn FnMut(&str)) -> Result<Fast24Report
         } else {
             "sqlite"
         };
-        go(name, 3 << 30, &|d| {
+        go(name, 3 << 30, None, &|d| {
             let r = sqlite::run(&SqliteSpec {
                 dir: d.to_path_buf(),
                 records,
@@ -374,7 +372,7 @@ pub fn run(spec: &Fast24Spec, step: &mut dyn FnMut(&str)) -> Result<Fast24Report
             "fileserver"
         };
         let size = if spec.quick { 512 << 20 } else { 4 << 30 };
-        go(name, size, &|d| {
+        go(name, size, Some(FILESERVER_READERS), &|d| {
             let mut fs = FileserverSpec::artifact(d.to_path_buf());
             fs.files = files;
             fs.appends = 2 * files;
