@@ -700,9 +700,41 @@ pub struct BenchIorArgs {
     /// One file for all ranks, rank r's block at r × --block (IOR's default)
     #[arg(long)]
     pub shared_file: bool,
-    /// Read back one's own data (IOR without -C)
+    /// Read back one's own data (IOR without -C); by default each rank reads another
+    /// rank's, one node away when there are several (IOR -C)
     #[arg(long)]
     pub no_reorder: bool,
+    /// Nodes between a rank and the rank whose data it reads (IOR -Q), under the mapping of
+    /// ranks to nodes learnt from their host names
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub reorder_offset: u32,
+    /// Each rank reads a random other node's rank's data (IOR -Z)
+    #[arg(long, conflicts_with = "no_reorder")]
+    pub reorder_random: bool,
+    /// Seed of --reorder-random (IOR -X); negative: its magnitude plus the iteration, so
+    /// every iteration draws anew
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        requires = "reorder_random"
+    )]
+    pub reorder_seed: i64,
+    /// Segments (IOR -s): each rank's data is this many blocks, segment s of the shared
+    /// file holding every rank's s-th block
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub segments: u64,
+    /// Each block's transfers in a seeded random order, the same in every segment (IOR -z)
+    #[arg(long)]
+    pub random_offsets: bool,
+    /// Stop each phase after this many seconds (IOR -D, stonewalling): bandwidth is over
+    /// the bytes moved, and a reader of a stopped writer's data reads what was written
+    #[arg(long, value_parser = units::parse_seconds)]
+    pub deadline: Option<std::time::Duration>,
+    /// Say the node map, whose data each rank reads and each phase as it ends; twice:
+    /// every rank's bytes and times (IOR -v)
+    #[arg(long, short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// Keep the files after the last iteration (IOR -k)
     #[arg(long)]
     pub keep: bool,

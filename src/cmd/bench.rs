@@ -452,7 +452,7 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
 }
 
 fn run_ior(a: BenchIorArgs, cluster: &crate::cluster::Cluster) -> Result<i32> {
-    use crate::bench::ior::{self, IorLayout, IorSpec};
+    use crate::bench::ior::{self, IorLayout, IorSpec, ReadOrder};
     let both = !a.write && !a.read;
     let spec = IorSpec {
         dir: a.dir,
@@ -467,9 +467,24 @@ fn run_ior(a: BenchIorArgs, cluster: &crate::cluster::Cluster) -> Result<i32> {
         } else {
             IorLayout::SharedFile
         },
-        reorder: !a.no_reorder,
+        order: if a.no_reorder {
+            ReadOrder::Own
+        } else if a.reorder_random {
+            ReadOrder::Random {
+                nodes: a.reorder_offset as usize,
+                seed: a.reorder_seed,
+            }
+        } else {
+            ReadOrder::Constant {
+                nodes: a.reorder_offset as usize,
+            }
+        },
+        segments: a.segments,
+        random_offsets: a.random_offsets,
+        deadline: a.deadline.map(|d| d.as_secs_f64()),
         keep: a.keep,
         fsync: a.fsync,
+        verbose: a.verbose,
     };
     let Some(report) = ior::run(&spec, cluster)? else {
         return Ok(0);

@@ -61,8 +61,14 @@ fn machine() -> String {
 /// units, and "Finished"; then fragkit's own lines (what IOR does not measure: each
 /// rank's fragments after its last write).
 pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
+    use crate::bench::ior::ReadOrder;
     let fpp = matches!(r.layout, crate::bench::ior::IorLayout::FilePerProcess) as u8;
-    let reorder = r.read_shift > 0;
+    // IOR's reord, reordoff (-Q), reordrand and seed columns.
+    let (reord, reordoff, reordrand, seed) = match r.order {
+        ReadOrder::Own => (0, 1, 0, 0),
+        ReadOrder::Constant { nodes } => (1, nodes, 0, 0),
+        ReadOrder::Random { nodes, seed } => (0, nodes, 1, seed),
+    };
     let began = crate::units::utc(r.began);
     let line = |w: &mut dyn Write, k: &str, v: &dyn std::fmt::Display| writeln!(w, "{k:<20}: {v}");
     writeln!(
@@ -93,15 +99,28 @@ pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
         },
     )?;
     line(w, "type", &"independent")?;
-    line(w, "segments", &1)?;
-    line(w, "ordering in a file", &"sequential")?;
-    if reorder {
-        line(w, "ordering inter file", &"constant task offset")?;
-        line(w, "task offset", &r.read_shift)?;
-    } else {
-        line(w, "ordering inter file", &"no tasks offsets")?;
+    line(w, "segments", &r.segments)?;
+    line(
+        w,
+        "ordering in a file",
+        &if r.random_offsets {
+            "random"
+        } else {
+            "sequential"
+        },
+    )?;
+    match r.order {
+        ReadOrder::Own => line(w, "ordering inter file", &"no tasks offsets")?,
+        ReadOrder::Constant { .. } => {
+            line(w, "ordering inter file", &"constant task offset")?;
+            line(w, "task offset", &r.read_shift)?;
+        }
+        ReadOrder::Random { seed, .. } => {
+            line(w, "ordering inter file", &"random task offset")?;
+            line(w, "reorder random seed", &seed)?;
+        }
     }
-    line(w, "nodes", &r.tasks.div_ceil(r.tasks_per_node.max(1)))?;
+    line(w, "nodes", &r.nodes)?;
     line(w, "tasks", &r.tasks)?;
     line(w, "clients per node", &r.tasks_per_node)?;
     let reps = r.summary.first().map_or(0, |s| s.iterations);
@@ -109,7 +128,14 @@ pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
     let xfers: Vec<String> = r.xfers.iter().map(|&x| ior_size(x)).collect();
     line(w, "xfersize", &xfers.join(", "))?;
     line(w, "blocksize", &ior_size(r.block))?;
-    line(w, "aggregate filesize", &ior_size(r.block * r.tasks as u64))?;
+    line(
+        w,
+        "aggregate filesize",
+        &ior_size(r.block * r.segments * r.tasks as u64),
+    )?;
+    if let Some(d) = r.deadline {
+        line(w, "stonewallingTime", &d)?;
+    }
     if r.direct {
         line(w, "O_DIRECT", &"yes (--direct)")?;
     }
@@ -204,15 +230,14 @@ pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
             s.tasks_per_node,
             s.iterations,
             fpp,
-            reorder as u8,
-            // IOR's task offset is 1 unless -Q sets it; fragkit's is the shift it used.
-            r.read_shift.max(1),
-            0,
-            0,
-            1,
+            reord,
+            reordoff,
+            reordrand,
+            seed,
+            r.segments,
             s.block,
             s.xfer,
-            (s.block * s.tasks as u64) as f64 / (1u64 << 20) as f64,
+            s.aggregate_bytes as f64 / (1u64 << 20) as f64,
             "POSIX",
             0
         )?;
@@ -223,17 +248,49 @@ pub fn table(w: &mut dyn Write, r: &IorReport) -> io::Result<()> {
         &format!("{} UTC", crate::units::utc(r.finished)),
     )?;
     writeln!(w)?;
+    let reads = match r.order {
+        ReadOrder::Own => "each rank read its own data".to_string(),
+        ReadOrder::Constant { .. } => format!("reads shifted by {} rank(s)", r.read_shift),
+        ReadOrder::Random { .. } => "each rank read a random rank's data".to_string(),
+    };
     writeln!(
         w,
-        "fragkit: {}, {}; reads shifted by {} rank(s)",
+        "fragkit: {}, {}; {reads}; Nodemap {} ({})",
         if r.direct { "O_DIRECT" } else { "buffered" },
         if r.fsync {
             "fsync at the end of each write phase (IOR -e)"
         } else {
             "no fsync (IOR without -e)"
         },
-        r.read_shift
+        r.node_map,
+        if r.by_slot { "by slot" } else { "round robin" }
     )?;
+    let own: usize = r
+        .iterations
+        .iter()
+        .map(|i| i.own_node_reads)
+        .max()
+        .unwrap_or(0);
+    if own > 0 {
+        writeln!(
+            w,
+            "fragkit: in some iterations up to {own} of {} ranks read data written on their own node",
+            r.tasks
+        )?;
+    }
+    for i in r.iterations.iter().filter(|i| i.bytes < i.planned_bytes) {
+        writeln!(
+            w,
+            "fragkit: {} xsize {} iteration {}: stopped at the deadline after {} of {} bytes (ranks moved {} to {})",
+            i.op,
+            short_size(i.xfer),
+            i.iteration,
+            i.bytes,
+            i.planned_bytes,
+            i.rank_bytes_min,
+            i.rank_bytes_max
+        )?;
+    }
     if let Some(last) = r.fragments.last() {
         let lasts: Vec<String> = r
             .fragments
@@ -314,6 +371,9 @@ Finished            : Tue May  9 12:14:07 2023
             tasks: 2,
             block: 64 << 20,
             bytes: 128 << 20,
+            planned_bytes: 128 << 20,
+            rank_bytes_min: 64 << 20,
+            rank_bytes_max: 64 << 20,
             seconds: 128.0 / mib,
             mib_per_s: mib,
             rank_seconds_min: 0.0,
@@ -324,6 +384,7 @@ Finished            : Tue May  9 12:14:07 2023
             transfers: 128,
             iops: 1280.0,
             latency_seconds: 0.1 / 64.0,
+            own_node_reads: 0,
         };
         let sum = |op: &str, mib: f64| IorSummary {
             op: op.into(),
@@ -341,18 +402,27 @@ Finished            : Tue May  9 12:14:07 2023
             tasks: 2,
             tasks_per_node: 2,
             iterations: 1,
+            aggregate_bytes: 128 << 20,
         };
         IorReport {
             version: 1,
             dir: "/mnt/ior".into(),
             tasks: 2,
             tasks_per_node: 2,
+            nodes: 1,
+            by_slot: true,
+            node_map: "11".into(),
             layout: IorLayout::FilePerProcess,
             direct: true,
             fsync: false,
             block: 64 << 20,
+            segments: 1,
+            random_offsets: false,
+            deadline: None,
             xfers: vec![1 << 20],
+            order: crate::bench::ior::ReadOrder::Constant { nodes: 1 },
             read_shift: 1,
+            read_plans: Vec::new(),
             iterations: vec![it("write", 0, 1234.5), it("read", 0, 5678.25)],
             summary: vec![sum("write", 1234.5), sum("read", 5678.25)],
             fragments: Vec::new(),

@@ -206,6 +206,121 @@ fn bench_ior_writes_one_file_per_rank_and_prints_iors_summary() {
     assert!(listing(&dir).is_empty(), "files removed without --keep");
 }
 
+/// Sectors read and written on a block device (/sys/block/DEV/stat fields 3 and 7), in bytes.
+fn device_bytes(dev: &str) -> (u64, u64) {
+    let s = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    let f: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    (f[2] * 512, f[6] * 512)
+}
+
+/// IOR's -s, -z, -Z and -D: segments place every rank's blocks where IOR does (the shared
+/// file is whole, rank r's block at (segment × tasks + r) × block), and with a deadline the
+/// figures count the bytes that moved, which the device confirms: the read phase reads what
+/// the stopped writers wrote.
+#[test]
+fn bench_ior_segments_random_order_and_deadline_count_what_moved() {
+    let s = scratch(FsType::Ext4, 1 << 30, &[]);
+    let dev = s
+        .info
+        .loop_device
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let dir = s.mountpoint().join("ior");
+    std::fs::create_dir(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let r = ok_json(&mpirun(
+        4,
+        &[
+            "bench",
+            "ior",
+            d,
+            "--xfer",
+            "1M",
+            "--block",
+            "4M",
+            "--segments",
+            "3",
+            "--random-offsets",
+            "--reorder-random",
+            "--reorder-seed",
+            "5",
+            "--direct",
+            "--shared-file",
+            "--iterations",
+            "1",
+            "--keep",
+            "--format",
+            "json",
+        ],
+    ));
+    let shared = dir.join("ior.shared");
+    let m = std::fs::metadata(&shared).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(m.len(), 4 * 3 * (4 << 20), "4 ranks × 3 segments × 4 MiB");
+    // Every block written, no hole (an extent-tree block may come on top).
+    assert!(
+        m.blocks() * 512 >= m.len(),
+        "{} allocated",
+        m.blocks() * 512
+    );
+    for it in r["iterations"].as_array().unwrap() {
+        assert_eq!(it["bytes"], 48u64 << 20, "{it}");
+        assert_eq!(it["planned_bytes"], 48u64 << 20, "{it}");
+    }
+    assert_eq!(r["segments"], 3);
+    assert_eq!(r["order"]["kind"], "random");
+    assert_eq!(r["read_plans"][0]["read_from"].as_array().unwrap().len(), 4);
+    for s in r["summary"].as_array().unwrap() {
+        assert_eq!(s["aggregate_bytes"], 48u64 << 20);
+    }
+    std::fs::remove_file(&shared).unwrap();
+
+    // A deadline far shorter than 2 × 256 MiB takes: each rank stops early.
+    let (r0, w0) = device_bytes(&dev);
+    let r = ok_json(&mpirun(
+        2,
+        &[
+            "bench",
+            "ior",
+            d,
+            "--xfer",
+            "1M",
+            "--block",
+            "256M",
+            "--deadline",
+            "0.05",
+            "--direct",
+            "--file-per-process",
+            "--iterations",
+            "1",
+            "--format",
+            "json",
+        ],
+    ));
+    let (r1, w1) = device_bytes(&dev);
+    let rows = r["iterations"].as_array().unwrap();
+    let (write, read) = (&rows[0], &rows[1]);
+    let wb = write["bytes"].as_u64().unwrap();
+    let rb = read["bytes"].as_u64().unwrap();
+    assert!(wb < 512 << 20 && wb > 0, "{write}");
+    assert_eq!(write["planned_bytes"], 512u64 << 20);
+    // Each reader reads its writer's file: what it holds, not the planned 256 MiB.
+    assert_eq!(read["planned_bytes"].as_u64().unwrap(), wb, "{read}");
+    assert!(rb <= wb, "{read}");
+    // The device saw the data the figures count (plus at most 1 MiB of metadata).
+    let (dr, dw) = (r1 - r0, w1 - w0);
+    assert!(
+        dw >= wb && dw <= wb + (1 << 20) + wb / 100,
+        "device wrote {dw}, ranks {wb}"
+    );
+    assert!(
+        dr >= rb && dr <= rb + (1 << 20),
+        "device read {dr}, ranks {rb}"
+    );
+}
+
 #[test]
 fn a_failing_rank_ends_the_job_with_its_error() {
     let s = scratch(FsType::Ext4, 256 << 20, &[]);

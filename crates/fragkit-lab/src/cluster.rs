@@ -220,6 +220,16 @@ impl Cluster {
         }
     }
 
+    /// Every rank's host name in rank order, on every rank: which ranks share a node, as
+    /// IOR's QueryNodeMapping learns it (the launcher's mapping is not assumed).
+    pub fn host_names(&self) -> Result<Vec<String>> {
+        let me = nix::sys::utsname::uname()
+            .map(|u| u.nodename().to_string_lossy().into_owned())
+            .context("uname")?;
+        let all = self.gather(&me)?;
+        self.broadcast(all.as_ref())
+    }
+
     /// Rank 0's `v` on every rank (the others pass None). Travels as JSON.
     pub fn broadcast<T: Serialize + DeserializeOwned>(&self, v: Option<&T>) -> Result<T> {
         #[cfg_attr(not(feature = "mpi"), allow(unused_mut))]

@@ -71,6 +71,31 @@ pub struct JobSpec {
     /// A write pass ends with fdatasync (timed in it for buffered writes), so that its bytes
     /// are on the device and counted. Off: it ends at the last write (IOR without -e).
     pub sync_writes: bool,
+    /// The pattern over the region, repeated: segment s is the region shifted by
+    /// s × `stride` (IOR's `-s`: a rank's block in each segment of the file). A random
+    /// pattern visits every segment in the same order, as IOR's `-z` does.
+    pub segments: Segments,
+    /// Stop submitting once this long has passed since the first submission (IOR's `-D`
+    /// stonewalling); the iteration reports the bytes that did move.
+    pub deadline: Option<std::time::Duration>,
+    /// At most this many requests per iteration over all segments (a reader of a
+    /// stonewalled writer's file reads what was written).
+    pub limit: Option<u64>,
+}
+
+/// How many times the region's pattern repeats, and how far apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Segments {
+    pub count: u64,
+    pub stride: u64,
+}
+
+impl Segments {
+    /// The region once.
+    pub const ONE: Segments = Segments {
+        count: 1,
+        stride: 0,
+    };
 }
 
 impl JobSpec {
@@ -91,6 +116,9 @@ impl JobSpec {
             drop_caches: true,
             read_mapping_first: true,
             sync_writes: true,
+            segments: Segments::ONE,
+            deadline: None,
+            limit: None,
         }
     }
 }
@@ -361,6 +389,11 @@ struct Offsets {
     slots: u64,
     perm: Vec<u32>,
     perm_pos: usize,
+    /// Requests per segment, left in the current one, and the current segment's shift.
+    per_segment: u64,
+    left_in_segment: u64,
+    shift: u64,
+    stride: u64,
 }
 
 impl Offsets {
@@ -383,19 +416,26 @@ impl Offsets {
             Pattern::Random { .. } => region.div_ceil(bs).max(1),
             _ => region.div_ceil(step).max(1),
         };
+        let per_segment = spec.count.unwrap_or(default_count);
         Offsets {
             pattern: spec.pattern,
             start: spec.offset,
             end: spec.offset + region,
             bs,
             round_to,
-            remaining: spec.count.unwrap_or(default_count),
+            remaining: per_segment
+                .saturating_mul(spec.segments.count.max(1))
+                .min(spec.limit.unwrap_or(u64::MAX)),
             next_seq: spec.offset,
             // Each iteration its own sequence, reproducible from the seed.
             rng: Rng(seed ^ (iteration as u64).wrapping_mul(0xA24B_AED4_963E_E407)),
             slots,
             perm: Vec::new(),
             perm_pos: 0,
+            per_segment,
+            left_in_segment: per_segment,
+            shift: 0,
+            stride: spec.segments.stride,
         }
     }
 
@@ -404,6 +444,15 @@ impl Offsets {
             return None;
         }
         self.remaining -= 1;
+        if self.left_in_segment == 0 {
+            // The next segment: the same pattern again, shifted (a random pass replays its
+            // permutation).
+            self.left_in_segment = self.per_segment;
+            self.shift += self.stride;
+            self.next_seq = self.start;
+            self.perm_pos = 0;
+        }
+        self.left_in_segment -= 1;
         let offset = match self.pattern {
             Pattern::Sequential | Pattern::Stride { .. } => {
                 if self.next_seq >= self.end {
@@ -432,7 +481,7 @@ impl Offsets {
         };
         let len = self.bs.min(self.end.saturating_sub(offset)).max(1);
         Some((
-            offset,
+            offset + self.shift,
             len.div_ceil(self.round_to) as usize * self.round_to as usize,
         ))
     }
@@ -543,6 +592,7 @@ pub fn run_job_observed(
             spec.op,
             &mut offsets,
             &spec.path,
+            spec.deadline,
         )?;
         let mut seconds = seconds;
         if spec.op == Op::Write && spec.sync_writes {
@@ -630,8 +680,11 @@ pub fn run_job_observed(
     })
 }
 
-/// Keep `depth` requests in flight until the offsets run out. Returns bytes, requests,
-/// seconds from first submission to last completion, and per-request latencies in ns.
+/// Keep `depth` requests in flight until the offsets run out (or, with a deadline, until
+/// it has passed: what is in flight completes, nothing more is submitted). Returns bytes,
+/// requests, seconds from first submission to last completion, and per-request latencies
+/// in ns.
+#[allow(clippy::too_many_arguments)]
 fn drive(
     eng: &mut dyn engine::Engine,
     bufs: &mut AlignedBuf,
@@ -640,6 +693,7 @@ fn drive(
     op: Op,
     offsets: &mut Offsets,
     path: &Path,
+    deadline: Option<std::time::Duration>,
 ) -> Result<(u64, u64, f64, Vec<u64>)> {
     let base = bufs.as_mut_ptr();
     let mut free: Vec<usize> = (0..depth as usize).rev().collect();
@@ -652,6 +706,10 @@ fn drive(
     let mut exhausted = false;
     loop {
         while !exhausted && !free.is_empty() {
+            if deadline.is_some_and(|d| t0.elapsed() > d) {
+                exhausted = true;
+                break;
+            }
             let Some((offset, len)) = offsets.next() else {
                 exhausted = true;
                 break;
@@ -725,6 +783,44 @@ mod tests {
         assert_eq!(v.len(), 8);
         assert_eq!(v[7], (896 << 10, 104 << 10));
         assert!(v.windows(2).all(|w| w[1].0 == w[0].0 + (128 << 10)));
+    }
+
+    fn segmented(pattern: Pattern, region: u64, bs: u64, segments: Segments) -> Vec<u64> {
+        let mut spec = JobSpec::new("/nonexistent", Op::Read);
+        spec.block_size = bs;
+        spec.pattern = pattern;
+        spec.offset = 1 << 20;
+        spec.segments = segments;
+        let mut o = Offsets::new(&spec, region, 512, 0);
+        std::iter::from_fn(|| o.next())
+            .map(|(off, _)| off)
+            .collect()
+    }
+
+    #[test]
+    fn segments_repeat_the_pattern_shifted() {
+        let seg = Segments {
+            count: 3,
+            stride: 4 << 20,
+        };
+        let v = segmented(Pattern::Sequential, 2 << 20, 1 << 20, seg);
+        let mib = 1u64 << 20;
+        assert_eq!(v, [1, 2, 5, 6, 9, 10].map(|m| m * mib));
+        // A random pass visits each segment's blocks in the same order (IOR's -z).
+        let p = Pattern::Random {
+            seed: 3,
+            align: 4096,
+        };
+        let v = segmented(p, 64 << 10, 4096, seg);
+        assert_eq!(v.len(), 48);
+        for s in 1..3u64 {
+            let shifted: Vec<u64> = v[..16].iter().map(|o| o + s * (4 << 20)).collect();
+            assert_eq!(&v[16 * s as usize..16 * (s as usize + 1)], &shifted[..]);
+        }
+        assert_eq!(
+            segmented(Pattern::Sequential, 2 << 20, 1 << 20, Segments::ONE),
+            [mib, 2 * mib]
+        );
     }
 
     #[test]

@@ -22,5 +22,5 @@ pub(crate) mod uring;
 pub use device::{BlockDevice, DeviceDelta};
 pub use engine::{EngineKind, Op};
 pub use job::{
-    drop_caches, planned_requests, run_job, run_job_observed, JobResult, JobSpec, Pattern,
+    drop_caches, planned_requests, run_job, run_job_observed, JobResult, JobSpec, Pattern, Segments,
 };

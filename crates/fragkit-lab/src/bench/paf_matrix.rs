@@ -394,7 +394,7 @@ fn measure_cell_ranks(
     capacity: u64,
     frag: u64,
 ) -> Result<Vec<MatrixRow>> {
-    use super::ior::{self, IorLayout, IorSpec};
+    use super::ior::{self, IorLayout, IorSpec, ReadOrder};
     let scratch = cl.agree(if cl.is_root() {
         Scratch::create(&ScratchSpec::new(spec.fs, spec.fs_size))
             .context("bench paf: making the scratch file system")
@@ -433,10 +433,14 @@ fn measure_cell_ranks(
         read: true,
         iterations: spec.iterations,
         layout: IorLayout::FilePerProcess,
-        reorder: true,
+        order: ReadOrder::Constant { nodes: 1 },
+        segments: 1,
+        random_offsets: false,
+        deadline: None,
         keep: false,
         // The matrix's write figures have always included the sync: kept comparable.
         fsync: true,
+        verbose: 0,
     };
     let report = ior::run(&ior_spec, cl)?;
     cl.barrier();
