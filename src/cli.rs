@@ -299,6 +299,17 @@ pub enum ScratchAction {
         #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
         format: InfoFormat,
     },
+    /// Tear down the scratch file system in DIR once process OWNER ends without doing so
+    /// (started by the commands that make one, e.g. `bench paf --mpi`, so a rank killed by
+    /// its launcher leaves nothing behind)
+    #[command(hide = true)]
+    Guard {
+        /// The process that made the scratch file system
+        #[arg(long)]
+        owner: u32,
+        /// The scratch directory (holding the marker, the image and the mount point)
+        dir: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -765,9 +776,10 @@ pub struct BenchPafArgs {
     pub csv: PathBuf,
     #[arg(long, value_parser = FsArg::parser(), default_value = "ext4")]
     pub fs: FsType,
-    /// Scratch image size (a fresh one per cell)
-    #[arg(long, default_value = "1G", value_parser = units::parse_nonzero_size)]
-    pub fs_size: u64,
+    /// Scratch image size (a fresh one per cell) [default: 1G, or as much larger as every
+    /// rank's --bench-size needs beside the largest capacity]
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub fs_size: Option<u64>,
     /// Size of the file written and read per transfer size
     #[arg(long, default_value = "128M", value_parser = units::parse_nonzero_size)]
     pub bench_size: u64,

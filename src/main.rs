@@ -22,7 +22,11 @@ fn main() {
                         .collect();
                     let msg = first.join(" ");
                     let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
-                    fragkit_sys::stderr_line!("fragkit: {msg} (see --help)");
+                    // Under a launcher every rank parses the same command line: rank 0
+                    // says it once.
+                    if fragkit::cluster::launcher_rank().is_none_or(|r| r == 0) {
+                        fragkit_sys::stderr_line!("fragkit: {msg} (see --help)");
+                    }
                     std::process::exit(2);
                 }
             }

@@ -399,9 +399,18 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
             ),
         },
     };
+    if cluster.is_none_or(|c| c.is_root()) {
+        if let Some(dir) = &a.plot_dir {
+            // Before the matrix, not after hours of it.
+            runs::check_plot_dir(dir)?;
+        }
+    }
+    let ranks = cluster.map_or(1, |c| c.size() as u64);
     let spec = MatrixSpec {
         fs: a.fs,
-        fs_size: a.fs_size,
+        fs_size: a
+            .fs_size
+            .unwrap_or_else(|| paf_matrix::fitting_fs_size(&a.capacities.0, a.bench_size, ranks)),
         capacities: a.capacities.0,
         frags: a.frag.0,
         xfers: a.xfer.0,
@@ -410,7 +419,7 @@ fn run_paf_on(a: BenchPafArgs, cluster: Option<&crate::cluster::Cluster>) -> Res
         file_size: a.file_size,
         seed: a.seed,
         csv: a.csv,
-        ranks: cluster.map_or(1, |c| c.size() as u64),
+        ranks,
         model,
     };
     if cluster.is_none() {

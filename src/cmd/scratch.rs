@@ -45,6 +45,12 @@ pub fn run(action: ScratchAction) -> Result<i32> {
             Scratch::open_existing(&mountpoint)?.destroy()?;
             Ok(0)
         }
+        ScratchAction::Guard { owner, dir } => {
+            // Longer than a launcher waits between SIGTERM and SIGKILL (OpenMPI's
+            // odls_base_sigkill_timeout, 1 s), so the other ranks are gone too.
+            scratch::guard(&dir, owner, std::time::Duration::from_secs(3))?;
+            Ok(0)
+        }
         ScratchAction::List { format } => {
             let list = scratch::list_mounted();
             crate::report::to_stdout(|w| match format {

@@ -341,6 +341,11 @@ pub(crate) fn dof_plot(out: &Path, r: &DofReport) -> Result<()> {
 
 // ---------- paf matrix ----------
 
+/// MB/s (10^6 bytes) as MiB/s (2^20 bytes), the unit bench ior and IOR print.
+fn mib_s(mb_per_s: f64) -> f64 {
+    mb_per_s * 1e6 / (1u64 << 20) as f64
+}
+
 pub(crate) fn paf_json(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
     json(w, r)
 }
@@ -378,7 +383,7 @@ pub(crate) fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
     write!(
         w,
         "{:>4} {:>5} {:>5} {:>6} {:>10} {:>7} {:>10} {:>7} {:>6}",
-        "cap%", "frag%", "used%", "xfer", "write MB/s", "CoV", "read MB/s", "CoV", "frags"
+        "cap%", "frag%", "used%", "xfer", "wr MiB/s", "CoV", "rd MiB/s", "CoV", "frags"
     )?;
     match &model {
         Some(_) => writeln!(w, " {:>10} {:>10} {:>7}", "model wr", "model rd", "seeks")?,
@@ -393,7 +398,9 @@ pub(crate) fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
     }
     for ((c, p, x), [wr, rd]) in &cells {
         let mbs = |r: &Option<&MatrixRow>| {
-            r.map_or("-".to_string(), |r| format!("{:.1}", r.mb_per_s_mean))
+            r.map_or("-".to_string(), |r| {
+                format!("{:.1}", mib_s(r.mb_per_s_mean))
+            })
         };
         let cov = |r: &Option<&MatrixRow>| {
             r.map_or("-".to_string(), |r| {
@@ -417,7 +424,7 @@ pub(crate) fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
         if model.is_some() {
             let m = |r: &Option<&MatrixRow>| {
                 r.and_then(|r| r.model_mb_s)
-                    .map_or("-".to_string(), |v| format!("{v:.1}"))
+                    .map_or("-".to_string(), |v| format!("{:.1}", mib_s(v)))
             };
             let seeks = rd
                 .or(*wr)
@@ -427,20 +434,43 @@ pub(crate) fn paf_table(w: &mut dyn Write, r: &MatrixReport) -> io::Result<()> {
         }
         writeln!(w)?;
     }
+    writeln!(
+        w,
+        "MiB/s: 2^20 bytes per second, as bench ior and IOR print (the CSV and JSON keep MB/s, 10^6 bytes per second, in their mb_per_s fields)"
+    )?;
     if let Some(name) = model {
         writeln!(
             w,
-            "model wr/rd: the benchmarked files' writes and reads at the same transfer size on the disk model {name} (write-through, read look-ahead; requests at the files' FIEMAP physical addresses; see docs/hdd.md); seeks: per read of the file"
+            "model wr/rd: MiB/s of the benchmarked files' writes and reads at the same transfer size on the disk model {name} (write-through, read look-ahead; requests at the files' FIEMAP physical addresses; see docs/hdd.md); seeks: per read of the file"
         )?;
     }
     Ok(())
 }
 
+/// Make `dir` (and its parents) and check a file can be created in it: the plots are
+/// written after the whole matrix, which is too late to learn it cannot be.
+pub(crate) fn check_plot_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("--plot-dir {}: cannot create: {e}", dir.display()))?;
+    let probe = dir.join(format!(".fragkit-plot-check.{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "--plot-dir {}: cannot write a file there: {e}",
+                dir.display()
+            )
+        })?;
+    std::fs::remove_file(&probe)
+        .map_err(|e| anyhow::anyhow!("{}: cannot remove: {e}", probe.display()))
+}
+
 /// One PNG per transfer size in `dir`: write and read bandwidth over capacity × frag.
 /// Returns the files written.
 pub(crate) fn paf_plots(dir: &Path, r: &MatrixReport) -> Result<Vec<std::path::PathBuf>> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("--plot-dir {}: cannot create: {e}", dir.display()))?;
+    check_plot_dir(dir)?;
     let caps: Vec<u64> = r
         .rows
         .iter()
@@ -459,7 +489,7 @@ pub(crate) fn paf_plots(dir: &Path, r: &MatrixReport) -> Result<Vec<std::path::P
     let mut written = Vec::new();
     for x in xfers {
         let map = |op: &str| Heat {
-            title: format!("{op} MB/s, xfer {}", short_size(x)),
+            title: format!("{op} MiB/s, xfer {}", short_size(x)),
             xs: caps.clone(),
             ys: frags.clone(),
             values: frags
@@ -475,7 +505,7 @@ pub(crate) fn paf_plots(dir: &Path, r: &MatrixReport) -> Result<Vec<std::path::P
                                         && row.capacity_pct == c
                                         && row.frag_pct == p
                                 })
-                                .map(|row| row.mb_per_s_mean)
+                                .map(|row| mib_s(row.mb_per_s_mean))
                         })
                         .collect()
                 })

@@ -108,6 +108,15 @@ struct Image<'a> {
     golden: PathBuf,
 }
 
+/// The golden copy and the move log live beside the scratch image, in its directory, which
+/// the scratch's teardown removes only when empty: they go first.
+impl Drop for Image<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.golden);
+        let _ = std::fs::remove_file(self.s.info.dir.join("moves.log"));
+    }
+}
+
 impl Image<'_> {
     /// A killed defrag's io_uring rings are torn down by a kernel worker after the
     /// process is reaped (io_ring_exit_work), holding the files a little longer: EBUSY is

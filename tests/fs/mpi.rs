@@ -128,6 +128,36 @@ fn four_ranks_populate_paf_to_the_capacity_and_repeat_with_the_seed() {
     let b = run();
     assert_eq!(listing(&s.mountpoint().join("paf")), files_a);
     assert_eq!(a["file_set_digest"], b["file_set_digest"]);
+    // Each rank's populate time is its own, not the slowest rank's (taken before the
+    // collective check that waits for all).
+    let secs: Vec<f64> = a["per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["populate_seconds"].as_f64().unwrap())
+        .collect();
+    assert!(secs.windows(2).any(|w| w[0] != w[1]), "{secs:?}");
+    // The same seed with 2 ranks: the same file set (names without the rank directory),
+    // so the same digest.
+    std::fs::remove_dir_all(s.mountpoint().join("paf")).unwrap();
+    let c = ok_json(&mpirun(
+        2,
+        &["age", "paf", spec, "--target", &mnt, "--format", "json"],
+    ));
+    assert_eq!(c["ranks"], 2);
+    assert_eq!(a["file_set_digest"], c["file_set_digest"]);
+    let strip = |v: &[(String, u64)]| -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = v
+            .iter()
+            .map(|(n, s)| (n.split_once('/').unwrap().1.to_string(), *s))
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(
+        strip(&listing(&s.mountpoint().join("paf"))),
+        strip(&files_a)
+    );
 }
 
 #[test]
@@ -478,4 +508,91 @@ fn bench_paf_mpi_measures_cells_as_ranks_and_resumes() {
         ),
         (0.into(), 2.into())
     );
+}
+
+/// Loop devices whose backing file lies under `dir`, and mounts under it.
+fn devices_under(dir: &Path) -> (usize, usize) {
+    let d = dir.to_string_lossy().to_string();
+    let loops = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("loop/backing_file"))
+                .is_ok_and(|b| b.starts_with(&d))
+        })
+        .count();
+    let mounts = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| l.split(' ').nth(1).is_some_and(|m| m.starts_with(&d)))
+        .count();
+    (loops, mounts)
+}
+
+/// SIGTERM to mpirun in the middle of `bench paf --mpi`: mpirun ends the ranks (SIGTERM,
+/// then SIGKILL a second later), rank 0 among them, before it can tear its scratch down;
+/// the guard it started does, so no loop device, mount or image is left.
+#[test]
+fn bench_paf_mpi_stopped_by_its_launcher_leaves_nothing() {
+    require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("paf.csv");
+    let images = tmp.path().join("images");
+    std::fs::create_dir(&images).unwrap();
+    let mut job = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2", BIN])
+        .args([
+            "bench",
+            "paf",
+            "--mpi",
+            "--capacities",
+            "40,50",
+            "--frag",
+            "30",
+            "--xfer",
+            "1M,4M",
+            "--iterations",
+            "30",
+            "--fs-size",
+            "512M",
+            "--bench-size",
+            "64M",
+        ])
+        .arg("--csv")
+        .arg(&csv)
+        .env("TMPDIR", &images)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first cell's scratch is mounted.
+    let t0 = std::time::Instant::now();
+    while devices_under(&images).1 == 0 {
+        assert!(t0.elapsed().as_secs() < 60, "no scratch mounted in 60 s");
+        assert!(job.try_wait().unwrap().is_none(), "the job ended early");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(job.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = job.wait().unwrap();
+    assert!(!status.success(), "{status:?}");
+    // The guard waits 3 s for the ranks to be gone, then tears down.
+    let t0 = std::time::Instant::now();
+    while devices_under(&images) != (0, 0) || std::fs::read_dir(&images).unwrap().count() > 0 {
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "left behind after 20 s: {:?} (loops, mounts), files {:?}",
+            devices_under(&images),
+            std::fs::read_dir(&images)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }

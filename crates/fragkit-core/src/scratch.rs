@@ -691,6 +691,26 @@ fn loops_backed_by(image: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Watch over the scratch file system whose marker lies in `dir` on behalf of process
+/// `owner`, from a process of its own: return false once the marker is gone (the owner tore
+/// it down), or, once the owner stopped running with it still there (SIGKILL, a launcher's
+/// abort, a crash), wait `grace` for the processes that used it to end too, tear it down
+/// and return true. What a signal handler cannot do after SIGKILL, this does.
+pub fn guard(dir: &Path, owner: u32, grace: std::time::Duration) -> Result<bool> {
+    let marker = dir.join(MARKER);
+    loop {
+        if !marker.exists() {
+            return Ok(false);
+        }
+        if !fragkit_sys::process::running(owner) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    std::thread::sleep(grace);
+    Ok(sweep(dir)? > 0)
+}
+
 /// Tear down every scratch file system whose marker lies in `dir` or in a directory
 /// right under it, mounted or not: what a run stopped while it was making or using one
 /// leaves behind (the marker is written before the image, the loop device and the

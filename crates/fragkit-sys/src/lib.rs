@@ -51,6 +51,7 @@ pub mod mountinfo;
 pub mod move_ext;
 pub mod openat;
 pub mod poll;
+pub mod process;
 pub mod pty;
 pub mod rw;
 pub mod signals;

@@ -346,6 +346,33 @@ pub fn file_name(g: usize, i: usize, rank: usize, ranks: usize) -> String {
     }
 }
 
+/// A file's name without its rank's directory (`paf/r0003/g0/f0000042` → `paf/g0/f0000042`):
+/// the name the plan gives it, the same at any rank count. Each rank writes under its own
+/// directory so that no two ranks create entries in one directory (on a parallel file
+/// system one directory's creates serialise on its metadata server); the file-set digest
+/// is taken over these names, so a seed gives one digest whatever the rank count.
+pub fn planned_name(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.strip_prefix("paf/r") {
+        Some(rest)
+            if rest.len() > 5
+                && rest.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+                && rest.as_bytes()[4] == b'/' =>
+        {
+            format!("paf/{}", &rest[5..]).into()
+        }
+        _ => name.into(),
+    }
+}
+
+/// The file-set digest over planned names (see [`planned_name`]).
+pub fn planned_digest(files: &[(String, u64)]) -> String {
+    let named: Vec<(String, u64)> = files
+        .iter()
+        .map(|(n, s)| (planned_name(n).into_owned(), *s))
+        .collect();
+    file_set_digest(&named)
+}
+
 /// Directory holding one rank's files.
 pub(crate) fn rank_dir(rank: usize, ranks: usize) -> String {
     if ranks <= 1 {
@@ -545,13 +572,16 @@ pub fn run_ranks(
             // Every rank starts populating together; each times its own share.
             cluster.barrier();
             let t0 = Instant::now();
-            cluster.agree((|| {
+            let populated = (|| {
                 let dir = target.join(format!("{}/g{g}", rank_dir(rank, ranks)));
                 fs::create_dir_all(&dir)
                     .with_context(|| format!("{}: cannot create", dir.display()))?;
                 populate(target, p, threads, &buf, opts.progress, g)
-            })())?;
+            })();
+            // This rank's own time: taken before the collective check, which waits for
+            // the slowest rank.
             let secs = t0.elapsed().as_secs_f64();
+            cluster.agree(populated)?;
             rep.populate_seconds = secs;
             rep.populate_bytes_per_second = rep.bytes_written as f64 / secs.max(1e-9);
             rep.used_pct_after_fill = pct(cluster.agree(FsUsage::of(target))?.used);
@@ -594,7 +624,7 @@ pub fn run_ranks(
         used_bytes: after.used,
         used_pct: pct(after.used),
         files: remaining.len() as u64,
-        file_set_digest: file_set_digest(&remaining),
+        file_set_digest: planned_digest(&remaining),
         layout_score,
         fragments,
         free_space: if opts.dry_run || !cluster.is_root() {
@@ -760,7 +790,7 @@ impl PafRanksReport {
             populate_bytes_per_second: bytes_written as f64 / populate_secs.max(1e-9),
             generations,
             per_rank,
-            file_set_digest: file_set_digest(&all_remaining),
+            file_set_digest: planned_digest(&all_remaining),
             fragments: reports.iter().map(|r| r.fragments).sum(),
             layout_score: if files == 0 {
                 1.0
@@ -831,6 +861,29 @@ fn populate(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn planned_names_drop_only_the_rank_directory() {
+        assert_eq!(planned_name("paf/r0003/g0/f0000042"), "paf/g0/f0000042");
+        assert_eq!(planned_name("paf/g1/f0000001"), "paf/g1/f0000001");
+        assert_eq!(planned_name("paf/rx003/g0/f1"), "paf/rx003/g0/f1");
+        assert_eq!(planned_name("paf/r0003"), "paf/r0003");
+        // One plan shared among 1, 2 and 4 ranks: one digest.
+        let spec = PafSpec::parse("PAF:40.30@4M").unwrap();
+        let plans = plan(&spec, 256 << 20, 7);
+        let digest = |ranks: usize| {
+            let mut files = Vec::new();
+            for r in 0..ranks {
+                for (g, p) in plans.iter().enumerate() {
+                    let s = p.share(g, r, ranks);
+                    files.extend(s.remaining().map(|(n, sz)| (n.clone(), sz)));
+                }
+            }
+            planned_digest(&files)
+        };
+        assert_eq!(digest(1), digest(2));
+        assert_eq!(digest(1), digest(4));
+    }
 
     fn err(s: &str) -> String {
         PafSpec::parse(s).unwrap_err().to_string()

@@ -181,6 +181,26 @@ pub struct MatrixReport {
 }
 
 /// Refuse a matrix whose benchmark file cannot fit beside the fullest structure.
+/// Bytes left for the benchmarked files beside a `capacity`% structure: ext4 keeps ~5% for
+/// root plus metadata, so the files get 90% of what the structure leaves.
+fn room_beside(fs_size: u64, capacity: u64) -> u64 {
+    fs_size / 100 * 100u64.saturating_sub(capacity) * 9 / 10
+}
+
+/// The default scratch size: 1 GiB, or the smallest multiple of 256 MiB in which `ranks`
+/// files of `bench_size` fit beside the largest of `capacities`.
+pub fn fitting_fs_size(capacities: &[u64], bench_size: u64, ranks: u64) -> u64 {
+    const STEP: u64 = 256 << 20;
+    let cmax = capacities.iter().copied().max().unwrap_or(0);
+    let need = bench_size.saturating_mul(ranks.max(1));
+    let mut size = 1u64 << 30;
+    // At most 95% is accepted, so 5% × 90% of the size is always room: this ends.
+    while cmax <= 95 && room_beside(size, cmax) < need && size < u64::MAX / 2 {
+        size += STEP;
+    }
+    size
+}
+
 pub fn validate(spec: &MatrixSpec) -> Result<()> {
     for (name, list) in [
         ("--capacities", &spec.capacities),
@@ -207,8 +227,7 @@ pub fn validate(spec: &MatrixSpec) -> Result<()> {
         );
     }
     let cmax = spec.capacities.iter().copied().max().unwrap_or(0);
-    // ext4 keeps ~5% for root plus metadata; leave the bench files 10% of room.
-    let free = spec.fs_size / 100 * (100 - cmax) * 9 / 10;
+    let free = room_beside(spec.fs_size, cmax);
     if spec.bench_size.saturating_mul(spec.ranks.max(1)) > free {
         bail!(
             "--bench-size {} × {} rank(s): does not fit beside a {cmax}% structure on a {} MiB file system (about {} MiB free); use a larger --fs-size or a smaller --bench-size",
@@ -388,6 +407,34 @@ fn cell_spec(spec: &MatrixSpec, capacity: u64, frag: u64) -> PafSpec {
 
 /// One cell as ranks: rank 0's fresh scratch file system, populated by every rank, then
 /// IOR's write and read per transfer size. Rows on rank 0 (empty on the others).
+/// Start `fragkit scratch guard` over the scratch in `dir` for this process (see
+/// `scratch::guard`): in a process group of its own, so a launcher that kills this rank's
+/// group leaves it, and without the launcher's variables, so it is no rank.
+fn spawn_guard(dir: &Path) -> Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let exe =
+        std::env::current_exe().context("bench paf: finding this program to guard the scratch")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([
+        "scratch",
+        "guard",
+        "--owner",
+        &std::process::id().to_string(),
+    ])
+    .arg(dir)
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .process_group(0);
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("OMPI_") || k.starts_with("PMIX_") || k.starts_with("PMI_") {
+            cmd.env_remove(&*k);
+        }
+    }
+    cmd.spawn().context("bench paf: starting the scratch guard")
+}
+
 fn measure_cell_ranks(
     spec: &MatrixSpec,
     cl: &Cluster,
@@ -401,6 +448,12 @@ fn measure_cell_ranks(
             .map(Some)
     } else {
         Ok(None)
+    })?;
+    // A launcher's abort or SIGKILL ends rank 0 before it can tear the scratch down; a
+    // guard process of its own does it then.
+    let guard = cl.agree(match &scratch {
+        Some(s) => spawn_guard(&s.info.dir).map(Some),
+        None => Ok(None),
     })?;
     let mnt: PathBuf = cl.broadcast(
         scratch
@@ -446,6 +499,10 @@ fn measure_cell_ranks(
     cl.barrier();
     if let Some(s) = scratch {
         s.destroy()?;
+    }
+    if let Some(mut g) = guard {
+        // It sees the scratch gone within a quarter second and ends.
+        let _ = g.wait();
     }
     let (Some(report), Some(structure)) = (report, structure) else {
         return Ok(Vec::new());
