@@ -234,8 +234,14 @@ pub struct JobResult {
     /// Read jobs: device I/O the job did not issue (other processes on the same device);
     /// None when the counters match the job or the job is a write.
     pub foreign_io: Option<ForeignIo>,
-    /// Seconds spent opening the target and reading what it is (IOR's open time).
+    /// Seconds in the open call (IOR's open time; finding the device and its limits, and
+    /// setting up buffers, are not in it, as IOR prepares before it opens).
     pub open_seconds: f64,
+    /// Seconds in fdatasync at the end of the write passes (`sync_writes`), over all
+    /// iterations (O_DIRECT passes do not count it in their own time).
+    pub sync_seconds: f64,
+    /// Seconds in the close call.
+    pub close_seconds: f64,
 }
 
 impl JobResult {
@@ -254,6 +260,8 @@ impl JobResult {
 /// An opened, validated target.
 struct Target {
     file: File,
+    /// The open call's own time.
+    open_seconds: f64,
     info: TargetInfo,
     /// Offsets and lengths must be multiples of this with O_DIRECT.
     block: u64,
@@ -295,11 +303,13 @@ fn open_target(spec: &JobSpec) -> Result<Target> {
     // root): an atime update is a metadata write, which after a cache drop can read the
     // inode's block back inside the pass (1-3 reads more than predicted on ext4 and xfs
     // in the first pass after a write; none with O_NOATIME).
+    let opening = Instant::now();
     let opened = if spec.op == Op::Read && !is_blockdev {
         fragkit_sys::openat::open_without_atime(&opts, direct, &spec.path)
     } else {
         opts.custom_flags(direct).open(&spec.path)
     };
+    let open_seconds = opening.elapsed().as_secs_f64();
     let mut file = match opened {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) && spec.direct => {
@@ -354,7 +364,12 @@ fn open_target(spec: &JobSpec) -> Result<Target> {
         effective_request_size: limits.map(|l| l.effective_request_size(spec.block_size)),
         limits,
     };
-    Ok(Target { file, info, block })
+    Ok(Target {
+        file,
+        open_seconds,
+        info,
+        block,
+    })
 }
 
 /// splitmix64: small, seedable, good enough to scatter offsets.
@@ -529,9 +544,8 @@ pub fn run_job_observed(
     if spec.iterations == 0 {
         bail!("iterations 0: expected at least 1");
     }
-    let opening = Instant::now();
     let target = open_target(spec)?;
-    let open_seconds = opening.elapsed().as_secs_f64();
+    let open_seconds = target.open_seconds;
     let region = match spec.size {
         Some(s) => s,
         None => target.info.size.saturating_sub(spec.offset),
@@ -562,6 +576,7 @@ pub fn run_job_observed(
     // and the kernel holds its own references to the pinned pages until the ring closes.
     eng.register_buffers(bufs.as_mut_ptr(), slot_len * depth as usize);
     let mut iterations = Vec::new();
+    let mut sync_seconds = 0.0;
     for i in 0..spec.warmup + spec.iterations {
         let mut mapping = None;
         if spec.drop_caches {
@@ -602,8 +617,12 @@ pub fn run_job_observed(
                 .file
                 .sync_data()
                 .with_context(|| format!("{}: fdatasync", spec.path.display()))?;
+            let synced = t.elapsed().as_secs_f64();
+            if i >= spec.warmup {
+                sync_seconds += synced;
+            }
             if !spec.direct {
-                seconds += t.elapsed().as_secs_f64();
+                seconds += synced;
             }
         }
         let device = match (&target.info.device, before) {
@@ -660,6 +679,10 @@ pub fn run_job_observed(
     }
     let mbs: Vec<f64> = iterations.iter().map(|r| r.mb_per_s).collect();
     let iops: Vec<f64> = iterations.iter().map(|r| r.iops).collect();
+    drop(eng);
+    let closing = Instant::now();
+    drop(target.file);
+    let close_seconds = closing.elapsed().as_secs_f64();
     Ok(JobResult {
         path: spec.path.clone(),
         op: spec.op,
@@ -677,6 +700,8 @@ pub fn run_job_observed(
         iops: Summary::of(&iops),
         foreign_io,
         open_seconds,
+        sync_seconds,
+        close_seconds,
     })
 }
 
