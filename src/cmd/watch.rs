@@ -26,10 +26,17 @@ fn db_paths(db: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    ["", "-wal", "-shm", "-journal"]
+    ["", "-wal", "-shm", "-journal", ".token"]
         .iter()
         .map(|s| dir.join(format!("{name}{s}")))
         .collect()
+}
+
+/// The file holding the live page's token: the database's name with `.token` appended.
+fn token_path(db: &Path) -> PathBuf {
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push(".token");
+    db.with_file_name(name)
 }
 
 pub fn run(args: WatchArgs) -> Result<i32> {
@@ -91,9 +98,16 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let server = match args.listen {
         Some(addr) => {
             let l = serve::Live::new();
-            l.publish(live::snapshot(&engine), prometheus::prometheus(&engine));
-            let bound = serve::start(addr, l.clone())?;
-            Some((l, bound))
+            l.publish(
+                live::snapshot(&engine),
+                prometheus::prometheus(&engine, true),
+                prometheus::prometheus(&engine, false),
+            );
+            let token = serve::Token::random()?;
+            let token_file = token_path(&db);
+            serve::write_token(&token_file, &token)?;
+            let bound = serve::start(addr, l.clone(), token)?;
+            Some((l, bound, token_file))
         }
         None => None,
     };
@@ -108,8 +122,11 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         args.interval,
         db.display()
     );
-    if let Some((_, bound)) = &server {
-        fragkit_sys::stderr_line!("fragkit: live page on http://{bound}/ and Prometheus metrics on http://{bound}/metrics");
+    if let Some((_, bound, token_file)) = &server {
+        fragkit_sys::stderr_line!(
+            "fragkit: live page on http://{bound}/?token=TOKEN and Prometheus metrics on http://{bound}/metrics (file paths only with the token), TOKEN being the contents of {} (mode 0600)",
+            token_file.display()
+        );
     }
 
     let bar = if std::io::stderr().is_terminal() {
@@ -137,8 +154,12 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         tick_ms_max = tick_ms_max.max(r.tick_ms);
         events += r.events;
         changed_total += r.changed_files;
-        if let Some((l, _)) = &server {
-            l.publish(live::snapshot(&engine), prometheus::prometheus(&engine));
+        if let Some((l, _, _)) = &server {
+            l.publish(
+                live::snapshot(&engine),
+                prometheus::prometheus(&engine, true),
+                prometheus::prometheus(&engine, false),
+            );
         }
         if let Some(out) = &fragtracer {
             if engine.changed > 0 {
@@ -165,6 +186,9 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         }
     }
     bar.finish_and_clear();
+    if let Some((_, _, token_file)) = &server {
+        let _ = std::fs::remove_file(token_file);
+    }
     engine.store.prune(crate::watch::engine::now(), true)?;
     let t = &engine.totals;
     let mean_ms = if ticks > 0 {

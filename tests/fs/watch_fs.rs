@@ -48,6 +48,7 @@ fn check_prometheus(text: &str) {
 struct Watch {
     child: Option<std::process::Child>,
     addr: String,
+    token: String,
 }
 
 impl Watch {
@@ -79,11 +80,12 @@ impl Watch {
         Watch {
             child: Some(child),
             addr,
+            token: watch_token(db),
         }
     }
 
     fn get(&self, path: &str) -> String {
-        http_get(&self.addr, path)
+        http_get(&self.addr, path, Some(&self.token))
     }
 
     fn ticks(&self) -> u64 {
@@ -132,12 +134,15 @@ impl Drop for Watch {
     }
 }
 
-pub fn http_get(addr: &str, path: &str) -> String {
+pub fn http_get(addr: &str, path: &str, token: Option<&str>) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).expect("connect to fragkit watch");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut buf = String::new();

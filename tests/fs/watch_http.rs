@@ -25,17 +25,108 @@ impl Drop for Watch {
 
 /// One request, the status code of the answer.
 fn status(addr: &str, host: Option<&str>, path: &str) -> u16 {
+    answer(addr, host, path, "").0
+}
+
+/// One request with extra header lines; the status code and the whole answer.
+fn answer(addr: &str, host: Option<&str>, path: &str, headers: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let host = host.map(|h| format!("Host: {h}\r\n")).unwrap_or_default();
-    write!(s, "GET {path} HTTP/1.1\r\n{host}Connection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\n{host}{headers}Connection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut answer = String::new();
     let _ = s.read_to_string(&mut answer);
-    answer
+    let code = answer
         .split(' ')
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {answer:?}"))
+        .unwrap_or_else(|| panic!("no status line in {answer:?}"));
+    (code, answer)
+}
+
+#[test]
+fn file_names_need_the_token() {
+    use std::os::unix::fs::MetadataExt;
+    require_root();
+    let fs = scratch(FsType::Ext4, 64 << 20, &[]);
+    let dir = fs.mountpoint().join("private");
+    std::fs::create_dir(&dir).unwrap();
+    let (a, b) = (dir.join("secret-a.db"), dir.join("secret-b.db"));
+    write_file(&a, 0, 0);
+    write_file(&b, 0, 0);
+    interleaved_direct_appends(&[a.clone(), b.clone()], 32 << 10, 8);
+    let db = tempfile::tempdir().unwrap();
+    let db_file = db.path().join("w.db");
+    let (child, addr) = watch_listening(&dir, &db_file, "1s");
+    let mut watch = Watch(child);
+    let token_file = db.path().join("w.db.token");
+    let meta = std::fs::symlink_metadata(&token_file).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o600, "token file mode");
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    assert_eq!(meta.uid(), me, "token file owner");
+    let token = watch_token(&db_file);
+    assert_eq!(token.len(), 64, "{token}");
+    let h = Some(addr.as_str());
+
+    // Without the token: 401 for what lists names; a wrong one: 403.
+    for path in ["/", "/api/state", "/events"] {
+        assert_eq!(status(&addr, h, path), 401, "{path} without a token");
+        assert_eq!(
+            status(&addr, h, &format!("{path}?token=0{}", &token[1..])),
+            403,
+            "{path} with a wrong token"
+        );
+        let (code, body) = answer(&addr, h, path, "Authorization: Bearer nope\r\n");
+        assert_eq!(code, 403, "{path} with a wrong bearer token: {body}");
+        assert!(!body.contains("secret-"), "{path}: {body}");
+    }
+    // With it, in the query or as a bearer token: the data.
+    let (code, body) = answer(&addr, h, &format!("/api/state?token={token}"), "");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("secret-a.db"), "{body}");
+    let (code, body) = answer(
+        &addr,
+        h,
+        "/api/state",
+        &format!("Authorization: Bearer {token}\r\n"),
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(status(&addr, h, &format!("/?token={token}")), 200);
+
+    // /metrics: aggregates for anyone, the worst files' paths only with the token.
+    let (code, public) = answer(&addr, h, "/metrics", "");
+    assert_eq!(code, 200, "{public}");
+    assert!(
+        public.contains("fragkit_watch_fragmented_files{ext=\"db\""),
+        "{public}"
+    );
+    assert!(!public.contains("secret-"), "{public}");
+    let (code, full) = answer(
+        &addr,
+        h,
+        "/metrics",
+        &format!("Authorization: Bearer {token}\r\n"),
+    );
+    assert_eq!(code, 200, "{full}");
+    assert!(
+        full.contains(&format!(
+            "fragkit_watch_file_fragments{{path=\"{}\"}}",
+            a.display()
+        )),
+        "{full}"
+    );
+    assert_eq!(status(&addr, h, "/metrics?token=wrong"), 403);
+
+    // The token file goes with the watch.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(watch.0.id() as i32, libc::SIGTERM) };
+    assert!(watch.0.wait().unwrap().success());
+    assert!(!token_file.exists(), "token file left behind");
 }
 
 /// Whether the server has closed `s` (EOF or reset), waiting at most `wait`.
@@ -63,18 +154,20 @@ fn host_check_header_timeout_and_connection_cap() {
     let (child, addr) = watch_listening(&dir, &db.path().join("w.db"), "1s");
     let _watch = Watch(child);
     let port = addr.rsplit(':').next().unwrap();
+    let token = watch_token(&db.path().join("w.db"));
+    let state = format!("/api/state?token={token}");
 
     // Host: the bound address and localhost names only.
     assert_eq!(status(&addr, Some(&addr), "/metrics"), 200);
     assert_eq!(
-        status(&addr, Some(&format!("localhost:{port}")), "/api/state"),
+        status(&addr, Some(&format!("localhost:{port}")), &state),
         200
     );
     assert_eq!(
         status(&addr, Some(&format!("rebind.example:{port}")), "/metrics"),
         421
     );
-    assert_eq!(status(&addr, Some("rebind.example"), "/api/state"), 421);
+    assert_eq!(status(&addr, Some("rebind.example"), &state), 421);
     assert_eq!(status(&addr, Some("localhost.rebind.example"), "/"), 421);
     assert_eq!(status(&addr, None, "/metrics"), 421);
 

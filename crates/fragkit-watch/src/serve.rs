@@ -21,6 +21,13 @@
 //!   within [`RESPONSE_TIMEOUT`]; per address a token bucket for `/metrics`
 //!   ([`METRICS_RATE`]/s) and another for the rest ([`OTHER_RATE`]/s), 429 beyond.
 //!
+//! The data are the user's: `/`, `/api/state` and `/events` need the run's token (a
+//! random 256-bit value in a file only the user who started the watch can read, see
+//! [`write_token`]), given as `?token=` or `Authorization: Bearer`; without it they
+//! answer 401, with a wrong one 403. `/metrics` without a token carries the aggregate
+//! figures only (per extension, tick counters), with it also the most fragmented files'
+//! paths.
+//!
 //! One request per connection (no keep-alive), so a connection is in one pool at a time
 //! and an idle keep-alive socket never holds a slot.
 
@@ -77,7 +84,105 @@ const PAGE: &str = include_str!("page.html");
 #[derive(Default)]
 pub(crate) struct Published {
     pub json: Arc<String>,
+    /// With the most fragmented files' paths (token holders).
     pub metrics: Arc<String>,
+    /// Aggregates only (anyone who can connect).
+    pub metrics_public: Arc<String>,
+}
+
+/// The run's secret: what a request must show to see file names.
+#[derive(Clone)]
+pub struct Token(Arc<str>);
+
+impl Token {
+    /// 32 random bytes from the kernel, as 64 hex digits.
+    pub fn random() -> Result<Token> {
+        use std::io::Read;
+        let mut b = [0u8; 32];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut b))
+            .context("/dev/urandom: cannot read a random token")?;
+        Ok(Token(
+            b.iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<String>()
+                .into(),
+        ))
+    }
+
+    /// Compare in time independent of where `given` first differs.
+    fn matches(&self, given: &str) -> bool {
+        let (a, b) = (self.0.as_bytes(), given.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+    }
+}
+
+/// Write `token` to `path`, readable by this user only (0600, created anew: a file or
+/// symbolic link already there is removed first, never written through).
+pub fn write_token(path: &std::path::Path, token: &Token) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("{}: cannot replace the token file", path.display()))
+        }
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .with_context(|| format!("{}: cannot create the token file", path.display()))?;
+    writeln!(f, "{}", token.0)
+        .with_context(|| format!("{}: cannot write the token file", path.display()))
+}
+
+/// What a request showed: no token, the right one, or a wrong one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Anonymous,
+    Granted,
+    Denied,
+}
+
+fn access(req: &axum::http::request::Parts, token: &Token) -> Access {
+    let from_query = req.uri.query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("token="))
+            .map(str::to_string)
+    });
+    let from_header = req
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_string());
+    match from_header.or(from_query) {
+        None => Access::Anonymous,
+        Some(t) if token.matches(&t) => Access::Granted,
+        Some(_) => Access::Denied,
+    }
+}
+
+fn unauthorized(a: Access) -> axum::response::Response {
+    use axum::http::StatusCode;
+    if a == Access::Denied {
+        return (
+            StatusCode::FORBIDDEN,
+            "fragkit: wrong token for this watch\n",
+        )
+            .into_response();
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "fragkit: this page lists file names: give the watch's token as ?token= or Authorization: Bearer (the watch printed the file that holds it)\n",
+    )
+        .into_response()
 }
 
 pub struct Live {
@@ -89,20 +194,18 @@ impl Live {
     pub fn new() -> Arc<Live> {
         let (tx, _) = broadcast::channel(16);
         Arc::new(Live {
-            state: RwLock::new(Published {
-                json: Arc::new("{}".into()),
-                metrics: Arc::new(String::new()),
-            }),
+            state: RwLock::new(Published::default()),
             tx,
         })
     }
 
     /// Publish a tick: later requests see it, open event streams receive it.
-    pub fn publish(&self, json: String, metrics: String) {
+    pub fn publish(&self, json: String, metrics: String, metrics_public: String) {
         let json = Arc::new(json);
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = Published {
             json: json.clone(),
             metrics: Arc::new(metrics),
+            metrics_public: Arc::new(metrics_public),
         };
         let _ = self.tx.send(json);
     }
@@ -120,7 +223,7 @@ pub fn check_listen(addr: &SocketAddr, any: bool) -> Result<()> {
 
 /// Bind now (so a busy port is an error at start, and port 0 is resolved) and serve on a
 /// background thread with its own small tokio runtime. Returns the bound address.
-pub fn start(addr: SocketAddr, live: Arc<Live>) -> Result<SocketAddr> {
+pub fn start(addr: SocketAddr, live: Arc<Live>, token: Token) -> Result<SocketAddr> {
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("--listen {addr}: cannot listen"))?;
     listener.set_nonblocking(true)?;
@@ -141,7 +244,7 @@ pub fn start(addr: SocketAddr, live: Arc<Live>) -> Result<SocketAddr> {
                     .route("/events", get(events))
                     .with_state(live);
                 match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => serve(l, app).await,
+                    Ok(l) => serve(l, app, token).await,
                     Err(e) => fragkit_sys::stderr_line!("fragkit: http server: {e}"),
                 }
             })
@@ -396,7 +499,7 @@ fn refused(r: Refusal) -> axum::response::Response {
 }
 
 /// Accept loop: one task per connection; see the module's notes for the pools.
-async fn serve(listener: tokio::net::TcpListener, app: Router) {
+async fn serve(listener: tokio::net::TcpListener, app: Router, token: Token) {
     let pools = Arc::new(Mutex::new(Pools::default()));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -418,17 +521,21 @@ async fn serve(listener: tokio::net::TcpListener, app: Router) {
         });
         let local = stream.local_addr().ok();
         let app = app.clone();
+        let token = token.clone();
         tokio::spawn(async move {
             let s = slot.clone();
             let service = hyper::service::service_fn(
                 move |req: axum::extract::Request<hyper::body::Incoming>| {
                     let app = app.clone();
                     let s = s.clone();
+                    let token = token.clone();
                     async move {
                         let host = req
                             .headers()
                             .get(header::HOST)
-                            .and_then(|h| h.to_str().ok());
+                            .and_then(|h| h.to_str().ok())
+                            .map(str::to_string);
+                        let host = host.as_deref();
                         let admitted = if host_allowed(host, local) {
                             lock(&s.pools).enter(s.id, s.ip, req.uri().path(), Instant::now())
                         } else {
@@ -436,11 +543,35 @@ async fn serve(listener: tokio::net::TcpListener, app: Router) {
                         };
                         let stage = *admitted.as_ref().unwrap_or(&Stage::Refused);
                         *s.stage.lock().unwrap_or_else(|e| e.into_inner()) = stage;
-                        match admitted {
-                            Ok(Stage::Refused) => Ok::<_, Infallible>(misdirected(host)),
-                            Err(r) => Ok(refused(r)),
-                            Ok(_) => app.oneshot(req.map(axum::body::Body::new)).await,
-                        }
+                        let (mut parts, body) = req.into_parts();
+                        let access = access(&parts, &token);
+                        let mut answer = match admitted {
+                            Ok(Stage::Refused) => misdirected(host),
+                            Err(r) => refused(r),
+                            Ok(_) if parts.uri.path() == "/metrics" && access != Access::Denied => {
+                                parts.extensions.insert(access);
+                                app.oneshot(axum::extract::Request::from_parts(
+                                    parts,
+                                    axum::body::Body::new(body),
+                                ))
+                                .await?
+                            }
+                            Ok(_) if access != Access::Granted => unauthorized(access),
+                            Ok(_) => {
+                                parts.extensions.insert(access);
+                                app.oneshot(axum::extract::Request::from_parts(
+                                    parts,
+                                    axum::body::Body::new(body),
+                                ))
+                                .await?
+                            }
+                        };
+                        // The page's address holds the token: never send it on.
+                        answer.headers_mut().insert(
+                            header::REFERRER_POLICY,
+                            header::HeaderValue::from_static("no-referrer"),
+                        );
+                        Ok::<_, Infallible>(answer)
                     }
                 },
             );
@@ -529,8 +660,19 @@ async fn page() -> Html<&'static str> {
     Html(PAGE)
 }
 
-async fn metrics(State(live): State<Arc<Live>>) -> impl IntoResponse {
-    let body = live.state.read().unwrap().metrics.clone();
+async fn metrics(
+    State(live): State<Arc<Live>>,
+    axum::Extension(access): axum::Extension<Access>,
+) -> impl IntoResponse {
+    let granted = access == Access::Granted;
+    let body = {
+        let p = live.state.read().unwrap_or_else(|e| e.into_inner());
+        if granted {
+            p.metrics.clone()
+        } else {
+            p.metrics_public.clone()
+        }
+    };
     (
         [(
             header::CONTENT_TYPE,
