@@ -377,6 +377,89 @@ fn watch_refuses_non_loopback_listen() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// `--db` is never opened through a symbolic link nor when another user owns the file
+/// (or one of SQLite's companions): one line naming the path (and the owner), exit 2,
+/// nothing written at the link's target; a new database is the user's alone (0600).
+#[test]
+fn watch_db_refuses_a_link_and_another_users_file() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("f"), b"x").unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let run = |db: &Path| {
+        fragkit(&[
+            "watch",
+            "--events",
+            "inotify",
+            "--duration",
+            "0s",
+            "--db",
+            db.to_str().unwrap(),
+            tree.to_str().unwrap(),
+        ])
+    };
+
+    // A link planted where the database would be: refused, its target never created.
+    let target = dir.path().join("victim.db");
+    let link = shared.join("watch.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = run(&link);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: a symbolic link", link.display())),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!target.exists(), "the link's target was created");
+    std::fs::remove_file(&link).unwrap();
+
+    // A link at the WAL's name: refused too.
+    let db = shared.join("w.db");
+    std::os::unix::fs::symlink(&target, shared.join("w.db-wal")).unwrap();
+    let out = run(&db);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("w.db-wal: a symbolic link"), "{err}");
+    assert!(
+        !target.exists() && !db.exists(),
+        "written through the WAL link"
+    );
+    std::fs::remove_file(shared.join("w.db-wal")).unwrap();
+
+    // Another user's file: refused, naming the owner.
+    let theirs = shared.join("theirs.db");
+    std::fs::write(&theirs, b"").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let out = run(&theirs);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: owned by", theirs.display())) && err.contains("uid 65534"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(
+        std::fs::metadata(&theirs).unwrap().len(),
+        0,
+        "their file was written"
+    );
+
+    // A new database: made by the watch, mode 0600.
+    let out = run(&db);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::metadata(&db).unwrap().mode() & 0o777, 0o600);
+}
+
 /// fragProc.tbl's rows for one file: (start LBA, length) in table order.
 fn proc_rows_of(table: &str, name: &str) -> Vec<(u64, u64)> {
     table
