@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use crate::cli::{InfoFormat, WatchAction, WatchArgs, WatchReportArgs, WatchReportFormat};
 use crate::layout::walk;
 
-use crate::watch::engine::{Config, Engine};
+use crate::watch::engine::{Config, Engine, HistoryUnwritable};
 use crate::watch::store::Store;
 use crate::watch::{artefacts, live, prometheus, serve, Source};
 
@@ -139,6 +139,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let start = Instant::now();
     let (mut ticks, mut tick_ms_sum, mut tick_ms_max, mut events) = (0u64, 0.0f64, 0.0f64, 0u64);
     let mut changed_total = 0u64;
+    let mut history_down: Option<HistoryUnwritable> = None;
     let mut next = start + args.interval;
     loop {
         while Instant::now() < next && !stop.load(Ordering::SeqCst) {
@@ -148,7 +149,37 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let r = engine.run_tick()?;
+        let r = match engine.run_tick() {
+            Ok(r) => {
+                if history_down.take().is_some() {
+                    fragkit_sys::stderr_line!(
+                        "fragkit: {}: the history is written again (rebuilt by a full rescan)",
+                        db.display()
+                    );
+                }
+                r
+            }
+            Err(e) => match e.downcast::<HistoryUnwritable>() {
+                Ok(h) => {
+                    if history_down.is_none() {
+                        fragkit_sys::stderr_line!(
+                            "fragkit: warning: {h}; still watching and serving the last figures written, trying again every tick"
+                        );
+                    }
+                    history_down = Some(h);
+                    next += args.interval;
+                    let now = Instant::now();
+                    if next < now {
+                        next = now + args.interval;
+                    }
+                    if args.duration.is_some_and(|d| start.elapsed() >= d) {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            },
+        };
         ticks += 1;
         tick_ms_sum += r.tick_ms;
         tick_ms_max = tick_ms_max.max(r.tick_ms);
@@ -189,7 +220,14 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     if let Some((_, _, token_file)) = &server {
         let _ = std::fs::remove_file(token_file);
     }
-    engine.store.prune(crate::watch::engine::now(), true)?;
+    if history_down.is_none() {
+        if let Err(e) = engine.store.prune(crate::watch::engine::now(), true) {
+            fragkit_sys::stderr_line!(
+                "fragkit: warning: {}: history not pruned at the end: {e:#}",
+                db.display()
+            );
+        }
+    }
     let t = &engine.totals;
     let mean_ms = if ticks > 0 {
         tick_ms_sum / ticks as f64

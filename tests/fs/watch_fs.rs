@@ -460,6 +460,196 @@ fn watch_db_refuses_a_link_and_another_users_file() {
     assert_eq!(std::fs::metadata(&db).unwrap().mode() & 0o777, 0o600);
 }
 
+/// A tmpfs of its own, unmounted at the end.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn new(size: &str) -> Tmpfs {
+        let d = tempfile::tempdir().unwrap();
+        let st = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(d.path())
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount tmpfs");
+        Tmpfs(d)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// The history's disk fills up under a running watch: it says so once, naming the
+/// database, keeps serving /metrics, and when space is back it writes the history again
+/// (rebuilt by a full rescan) with every file created meanwhile.
+#[test]
+fn watch_survives_a_full_disk_under_the_history() {
+    use std::io::{BufRead, Write};
+    require_root();
+    let fs = scratch(FsType::Ext4, 128 << 20, &[]);
+    let dir = fs.mountpoint().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    write_file(&dir.join("first"), 4096, 1);
+    let small = Tmpfs::new("2m");
+    let db = small.0.path().join("w.db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(["watch", "--interval", "200ms", "--listen", "127.0.0.1:0"])
+        .args(["--format", "json", "--db"])
+        .arg(&db)
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(l);
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_line = |what: &str, pred: &dyn Fn(&str) -> bool, secs: u64| -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => {
+                    seen.push(l.clone());
+                    if pred(&l) {
+                        return l;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line {what} within {secs} s; stderr so far:\n{}",
+                    seen.join("\n")
+                ),
+            }
+        }
+    };
+    let live = wait_line(
+        "with the live page",
+        &|l| l.contains("live page on http://"),
+        60,
+    );
+    let addr = live
+        .split("live page on http://")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let get = |path: &str| http_get(&addr, path, None);
+    let files = |m: &str| {
+        m.lines()
+            .filter(|l| l.starts_with("fragkit_watch_files{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum::<f64>()
+    };
+    assert_eq!(files(&get("/metrics")), 1.0);
+
+    // Fill the history's file system, then give the watch much to write.
+    let filler = small.0.path().join("filler");
+    {
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![7u8; 64 << 10];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let names: Vec<PathBuf> = (0..3000)
+        .map(|i| dir.join(format!("{i:05}-{}", "n".repeat(150))))
+        .collect();
+    for n in &names {
+        std::fs::write(n, b"x").unwrap();
+    }
+    let warning = wait_line(
+        "warning of the full disk",
+        &|l| l.contains("cannot write the history"),
+        60,
+    );
+    assert!(
+        warning.starts_with("fragkit: warning: ")
+            && warning.contains(&format!("{}: ", db.display())),
+        "{warning}"
+    );
+    // Still alive and serving, a few ticks later.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "watch ended: {}",
+        seen.join("\n")
+    );
+    let m = get("/metrics");
+    assert!(m.contains("fragkit_watch_ticks_total "), "{m}");
+
+    // Space again: the history is written again, with every file.
+    std::fs::remove_file(&filler).unwrap();
+    wait_line(
+        "saying the history is written again",
+        &|l| l.contains("the history is written again"),
+        60,
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let n = files(&get("/metrics"));
+        if n == 3001.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/metrics says {n} files, not 3001"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        seen.join("\n")
+    );
+    let warnings = seen
+        .iter()
+        .filter(|l| l.contains("cannot write the history"))
+        .count();
+    assert_eq!(warnings, 1, "one warning per outage:\n{}", seen.join("\n"));
+    // The history holds them: `watch report` counts every file.
+    let out = fragkit(&[
+        "watch",
+        "report",
+        "--format",
+        "json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["rows"]["files"], 3001, "{report}");
+    let last = report["series"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["files"], 3001, "{last}");
+}
+
 /// fragProc.tbl's rows for one file: (start LBA, length) in table order.
 fn proc_rows_of(table: &str, name: &str) -> Vec<(u64, u64)> {
     table

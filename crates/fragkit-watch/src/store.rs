@@ -111,6 +111,8 @@ pub struct Store {
     pub retention: Retention,
     last_tick: Option<(f64, Totals)>,
     last_prune: f64,
+    /// The database file, for messages.
+    path: std::path::PathBuf,
 }
 
 const SCHEMA: &str = "
@@ -275,6 +277,7 @@ impl Store {
             retention: Retention::default(),
             last_tick: None,
             last_prune: 0.0,
+            path: path.to_path_buf(),
         })
     }
 
@@ -325,11 +328,34 @@ impl Store {
             retention: Retention::default(),
             last_tick: None,
             last_prune: 0.0,
+            path: path.to_path_buf(),
         })
     }
 
     pub fn begin(&self) -> Result<()> {
         self.conn.execute_batch("BEGIN")?;
+        Ok(())
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Undo the open transaction after a failed write (none open is fine: SQLite rolls
+    /// back by itself after some errors), and forget what the store remembers of writes
+    /// that were undone.
+    pub fn rollback(&mut self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
+        self.last_tick = None;
+    }
+
+    /// Whether the database takes a write now (after it failed): one small row.
+    pub fn probe(&self) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES('last_write_probe', ?1)",
+            params![crate::engine::now().to_string()],
+        )?;
         Ok(())
     }
 
