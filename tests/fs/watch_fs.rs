@@ -650,6 +650,83 @@ fn watch_survives_a_full_disk_under_the_history() {
     assert_eq!(last["files"], 3001, "{last}");
 }
 
+/// inotify mode (a user without root): a directory the user cannot read and one whose
+/// path is longer than the kernel takes (4,096 bytes) are each named once on stderr and
+/// skipped; the watch goes on, hears a file created afterwards, and ends with status 0.
+#[test]
+fn inotify_skips_an_unreadable_and_a_too_long_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root();
+    let fs = scratch(FsType::Ext4, 64 << 20, &[]);
+    let top = fs.mountpoint().join("u");
+    let tree = top.join("tree");
+    std::fs::create_dir_all(tree.join("ok")).unwrap();
+    write_file(&tree.join("ok/a"), 4096, 1);
+    std::fs::create_dir(tree.join("locked")).unwrap();
+    // A chain of directories 26 × 201 bytes deep: made one `cd` at a time, as no single
+    // path to it may be longer than PATH_MAX.
+    let name = "d".repeat(200);
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cd '{}' && for i in $(seq 26); do mkdir {name} && cd -P {name} || exit 1; done",
+            tree.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = std::process::Command::new("chown")
+        .args(["-R", "nobody:nogroup"])
+        .arg(&top)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::set_permissions(tree.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let db = top.join("w.db");
+    let child = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_fragkit"))
+        .args([
+            "watch",
+            "--events",
+            "inotify",
+            "--interval",
+            "200ms",
+            "--duration",
+            "4s",
+        ])
+        .args(["--format", "json", "--db"])
+        .arg(&db)
+        .arg(&tree)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A file created while watched, in a watched directory.
+    std::thread::sleep(Duration::from_millis(2500));
+    write_file(&tree.join("ok/b"), 4096, 2);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    let locked = format!("{}: skipped, not watched (", tree.join("locked").display());
+    assert_eq!(err.matches(&locked).count(), 1, "{err}");
+    let long: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("bytes, longer than the kernel takes"))
+        .collect();
+    assert_eq!(long.len(), 1, "{err}");
+    assert!(
+        long[0].starts_with(&format!("fragkit: {}/{name}/", tree.display())),
+        "{err}"
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["source"], "inotify", "{summary}");
+    assert_eq!(
+        summary["totals"]["files"], 2,
+        "a and the file made while watched: {summary}"
+    );
+}
+
 /// fragProc.tbl's rows for one file: (start LBA, length) in table order.
 fn proc_rows_of(table: &str, name: &str) -> Vec<(u64, u64)> {
     table
