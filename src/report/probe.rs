@@ -1,5 +1,6 @@
 //! Output of `fragkit probe`: the measured points and the inference, explained.
 
+use fragkit_sys::console::Shown;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
@@ -122,7 +123,7 @@ fn write_target(w: &mut dyn Write, t: &ProbeTarget) -> io::Result<()> {
     writeln!(
         w,
         "{} ({} of {}, device {})",
-        t.path.display(),
+        Shown(&t.path),
         t.kind.replace('_', " "),
         HumanBytes(t.size),
         t.device.name

@@ -221,16 +221,9 @@ pub fn parse_rate_mb_s(text: &str) -> Result<u64, String> {
 
 /// User text for an error message: control characters escaped, so one line stays one
 /// line and a terminal shows what was typed (non-ASCII stays as it is).
+/// (`fragkit_sys::console::printable`, the project's one escaping rule.)
 pub fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    fragkit_sys::console::printable(text).into_owned()
 }
 
 #[cfg(test)]
