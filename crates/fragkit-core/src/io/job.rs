@@ -18,6 +18,9 @@ use super::engine::{self, Completion, EngineKind, Op, Request};
 use crate::stats::{mean, percentile_sorted, Summary};
 use fragkit_sys::fsinfo::{FsInfo, TMPFS_MAGIC};
 
+/// Most requests a job issues per iteration (`count`): each keeps its latency, 8 bytes.
+pub const MAX_REQUESTS: u64 = 100_000_000;
+
 /// Where requests go within the region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -483,10 +486,29 @@ pub fn run_job_observed(
     let opening = Instant::now();
     let target = open_target(spec)?;
     let open_seconds = opening.elapsed().as_secs_f64();
+    if spec.count.is_some_and(|c| c == 0 || c > MAX_REQUESTS) {
+        bail!(
+            "count {}: expected 1 to {MAX_REQUESTS} requests",
+            spec.count.unwrap_or(0)
+        );
+    }
     let region = match spec.size {
+        // A read of a regular file stops at its end: what lies past it would be
+        // zero-byte reads, neither data nor device I/O.
+        Some(s) if spec.op == Op::Read && target.info.kind == "file" => {
+            s.min(target.info.size.saturating_sub(spec.offset))
+        }
         Some(s) => s,
         None => target.info.size.saturating_sub(spec.offset),
     };
+    if region == 0 && spec.op == Op::Read && target.info.kind == "file" {
+        bail!(
+            "{}: nothing to read from offset {} (the file has {} bytes)",
+            spec.path.display(),
+            spec.offset,
+            target.info.size
+        );
+    }
     if region == 0 {
         bail!(
             "{}: nothing to {} (empty from offset {}); give --size",
