@@ -74,6 +74,10 @@ pub struct JobSpec {
     /// A write pass ends with fdatasync (timed in it for buffered writes), so that its bytes
     /// are on the device and counted. Off: it ends at the last write (IOR without -e).
     pub sync_writes: bool,
+    /// A read of a regular file stops at its end: a `size` reaching past it is cut there
+    /// (what lies past would be zero-byte reads, neither data nor device I/O). Off: such a
+    /// read is a short read, an error (IOR's semantics).
+    pub clip_at_eof: bool,
 }
 
 impl JobSpec {
@@ -94,6 +98,7 @@ impl JobSpec {
             drop_caches: true,
             read_mapping_first: true,
             sync_writes: true,
+            clip_at_eof: false,
         }
     }
 }
@@ -493,9 +498,7 @@ pub fn run_job_observed(
         );
     }
     let region = match spec.size {
-        // A read of a regular file stops at its end: what lies past it would be
-        // zero-byte reads, neither data nor device I/O.
-        Some(s) if spec.op == Op::Read && target.info.kind == "file" => {
+        Some(s) if spec.clip_at_eof && spec.op == Op::Read && target.info.kind == "file" => {
             s.min(target.info.size.saturating_sub(spec.offset))
         }
         Some(s) => s,
