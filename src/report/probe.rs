@@ -14,6 +14,7 @@ pub use super::bench::SCHEMA_VERSION;
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ProbeTarget {
+    #[serde(flatten, serialize_with = "fragkit_core::units::path_fields")]
     pub path: PathBuf,
     /// "block_device" or "file".
     pub kind: &'static str,

@@ -643,3 +643,46 @@ fn terminal_output_escapes_control_characters() {
     assert!(err.contains("gone\\u{1b}[31m\\rX\\nfake: line"), "{err}");
     assert!(err.lines().all(|l| !l.starts_with("fake")), "{err}");
 }
+
+/// `defrag` names files the same way: its JSON keeps a name that is not UTF-8 (serde's
+/// own path serialisation failed there and cut the document short), and its table
+/// escapes control characters.
+#[test]
+fn defrag_output_keeps_odd_names() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = scratch(FsType::Ext4, 64 << 20, &[]);
+    let d = s.mountpoint().join("odd");
+    std::fs::create_dir(&d).unwrap();
+    let bad = d.join(std::ffi::OsStr::from_bytes(b"bad-\xff\x1b[2J"));
+    let other = d.join("other");
+    interleaved_direct_appends(&[bad.clone(), other.clone()], 32 << 10, 8);
+    let out = fragkit(&[
+        "defrag",
+        "--dry-run",
+        "--format",
+        "json",
+        d.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("a whole JSON document");
+    let files = v["files"].as_array().unwrap();
+    let f = files
+        .iter()
+        .find(|f| f.get("path_bytes").is_some())
+        .unwrap_or_else(|| panic!("no path_bytes: {v}"));
+    let got: Vec<u8> = f["path_bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap() as u8)
+        .collect();
+    assert_eq!(got, bad.as_os_str().as_bytes());
+    assert!(files
+        .iter()
+        .any(|f| f["path"] == other.to_str().unwrap() && f.get("path_bytes").is_none()));
+    let out = fragkit(&["defrag", "--dry-run", d.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(!table.contains('\u{1b}'), "{table}");
+    assert!(table.contains("bad-\u{fffd}\\u{1b}[2J"), "{table}");
+}
