@@ -503,6 +503,17 @@ pub enum BenchFormat {
     Csv,
 }
 
+/// `--count` of `bench read|write` and `probe alignment`: every completion keeps its
+/// latency (8 bytes), so the cap, 10^8 requests, holds 800 MB of them and takes ~100 s at
+/// a million IOPS; a larger count would run out of memory or patience, never end well.
+fn request_count(s: &str) -> Result<u64, String> {
+    let max = fragkit_core::io::job::MAX_REQUESTS;
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("count '{s}': expected 1 to {max} requests")),
+    }
+}
+
 fn queue_depth(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n) if (1..=65536).contains(&n) => Ok(n),
@@ -562,8 +573,8 @@ pub struct BenchIoArgs {
     /// Length of the region [default: the file's size; required to write a new file]
     #[arg(long, value_parser = units::parse_nonzero_size)]
     pub size: Option<u64>,
-    /// Requests per iteration [default: cover the region once]
-    #[arg(long)]
+    /// Requests per iteration, 1 to 100000000 [default: cover the region once]
+    #[arg(long, value_parser = request_count)]
     pub count: Option<u64>,
     /// Keep the page cache between iterations (no root needed)
     #[arg(long)]
@@ -830,8 +841,8 @@ pub struct ProbeAlignmentArgs {
     /// Largest alignment
     #[arg(long, default_value = "1M", value_parser = units::parse_nonzero_size)]
     pub max: u64,
-    /// Reads per alignment
-    #[arg(long, default_value_t = 4096)]
+    /// Reads per alignment, 1 to 100000000
+    #[arg(long, default_value = "4096", value_parser = request_count)]
     pub count: u64,
     /// Bytes of the target the reads spread over [default: all of it]
     #[arg(long, value_parser = units::parse_nonzero_size)]

@@ -76,6 +76,7 @@ fn spec_for(a: &BenchIoArgs, op: Op, path: &Path) -> JobSpec {
     spec.warmup = a.warmup;
     spec.drop_caches = !a.no_drop_caches;
     spec.read_mapping_first = !a.cold_mapping;
+    spec.clip_at_eof = true;
     spec
 }
 

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use crate::cli::{InfoFormat, WatchAction, WatchArgs, WatchReportArgs, WatchReportFormat};
 use crate::layout::walk;
 
-use crate::watch::engine::{Config, Engine};
+use crate::watch::engine::{Config, Engine, HistoryUnwritable};
 use crate::watch::store::Store;
 use crate::watch::{artefacts, live, prometheus, serve, Source};
 
@@ -26,10 +26,17 @@ fn db_paths(db: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    ["", "-wal", "-shm", "-journal"]
+    ["", "-wal", "-shm", "-journal", ".token"]
         .iter()
         .map(|s| dir.join(format!("{name}{s}")))
         .collect()
+}
+
+/// The file holding the live page's token: the database's name with `.token` appended.
+fn token_path(db: &Path) -> PathBuf {
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push(".token");
+    db.with_file_name(name)
 }
 
 pub fn run(args: WatchArgs) -> Result<i32> {
@@ -91,9 +98,16 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let server = match args.listen {
         Some(addr) => {
             let l = serve::Live::new();
-            l.publish(live::snapshot(&engine), prometheus::prometheus(&engine));
-            let bound = serve::start(addr, l.clone())?;
-            Some((l, bound))
+            l.publish(
+                live::snapshot(&engine),
+                prometheus::prometheus(&engine, true),
+                prometheus::prometheus(&engine, false),
+            );
+            let token = serve::Token::random()?;
+            let token_file = token_path(&db);
+            serve::write_token(&token_file, &token)?;
+            let bound = serve::start(addr, l.clone(), token)?;
+            Some((l, bound, token_file))
         }
         None => None,
     };
@@ -108,8 +122,11 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         args.interval,
         db.display()
     );
-    if let Some((_, bound)) = &server {
-        fragkit_sys::stderr_line!("fragkit: live page on http://{bound}/ and Prometheus metrics on http://{bound}/metrics");
+    if let Some((_, bound, token_file)) = &server {
+        fragkit_sys::stderr_line!(
+            "fragkit: live page on http://{bound}/?token=TOKEN and Prometheus metrics on http://{bound}/metrics (file paths only with the token), TOKEN being the contents of {} (mode 0600)",
+            token_file.display()
+        );
     }
 
     let bar = if std::io::stderr().is_terminal() {
@@ -122,6 +139,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let start = Instant::now();
     let (mut ticks, mut tick_ms_sum, mut tick_ms_max, mut events) = (0u64, 0.0f64, 0.0f64, 0u64);
     let mut changed_total = 0u64;
+    let mut history_down: Option<HistoryUnwritable> = None;
     let mut next = start + args.interval;
     loop {
         while Instant::now() < next && !stop.load(Ordering::SeqCst) {
@@ -131,14 +149,48 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let r = engine.run_tick()?;
+        let r = match engine.run_tick() {
+            Ok(r) => {
+                if history_down.take().is_some() {
+                    fragkit_sys::stderr_line!(
+                        "fragkit: {}: the history is written again (rebuilt by a full rescan)",
+                        db.display()
+                    );
+                }
+                r
+            }
+            Err(e) => match e.downcast::<HistoryUnwritable>() {
+                Ok(h) => {
+                    if history_down.is_none() {
+                        fragkit_sys::stderr_line!(
+                            "fragkit: warning: {h}; still watching and serving the last figures written, trying again every tick"
+                        );
+                    }
+                    history_down = Some(h);
+                    next += args.interval;
+                    let now = Instant::now();
+                    if next < now {
+                        next = now + args.interval;
+                    }
+                    if args.duration.is_some_and(|d| start.elapsed() >= d) {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            },
+        };
         ticks += 1;
         tick_ms_sum += r.tick_ms;
         tick_ms_max = tick_ms_max.max(r.tick_ms);
         events += r.events;
         changed_total += r.changed_files;
-        if let Some((l, _)) = &server {
-            l.publish(live::snapshot(&engine), prometheus::prometheus(&engine));
+        if let Some((l, _, _)) = &server {
+            l.publish(
+                live::snapshot(&engine),
+                prometheus::prometheus(&engine, true),
+                prometheus::prometheus(&engine, false),
+            );
         }
         if let Some(out) = &fragtracer {
             if engine.changed > 0 {
@@ -165,7 +217,17 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         }
     }
     bar.finish_and_clear();
-    engine.store.prune(crate::watch::engine::now(), true)?;
+    if let Some((_, _, token_file)) = &server {
+        let _ = std::fs::remove_file(token_file);
+    }
+    if history_down.is_none() {
+        if let Err(e) = engine.store.prune(crate::watch::engine::now(), true) {
+            fragkit_sys::stderr_line!(
+                "fragkit: warning: {}: history not pruned at the end: {e:#}",
+                db.display()
+            );
+        }
+    }
     let t = &engine.totals;
     let mean_ms = if ticks > 0 {
         tick_ms_sum / ticks as f64

@@ -1,5 +1,6 @@
 //! `fragkit age ...` summaries: one short table per generator (JSON is the report itself).
 
+use fragkit_sys::console::Shown;
 use std::io::{self, Write};
 
 use crate::units::HumanBytes;
@@ -13,7 +14,7 @@ pub fn layout(w: &mut dyn Write, r: &crate::age::layout::LayoutReport) -> io::Re
         w,
         "{}: {} on {} by {:?}: {} fragments (requested {}), sizes {}..{} (mean {}), \
                          distances {}..{}; within one block: size {}, distance {}",
-        r.achieved.path.display(),
+        Shown(&r.achieved.path),
         HumanBytes(r.achieved.size),
         r.achieved.fs,
         r.technique,
@@ -121,7 +122,7 @@ pub fn hypothetical(
     writeln!(
         w,
         "{}: {} {} {} chunks of {} (stripe {}) on {} [{}{}]: {} fragments, distances {}..{}",
-        r.achieved.path.display(),
+        Shown(&r.achieved.path),
         r.mode,
         r.pattern,
         r.chunks,
@@ -198,7 +199,7 @@ pub(crate) fn fragpicker_synthetic(
         writeln!(
             w,
             "{}: {} fragments (expected {} if fully interleaved), sizes {}..{}",
-            f.path.display(),
+            Shown(&f.path),
             f.fragments,
             r.expected_fragments_per_file,
             HumanBytes(f.frag_sizes.min),
@@ -326,7 +327,7 @@ pub fn sqlite(w: &mut dyn Write, r: &crate::age::sqlite::SqliteReport) -> io::Re
     writeln!(
         w,
         "{}: {} records of {} ({}), dummy {}: {} in {} fragments",
-        r.achieved.path.display(),
+        Shown(&r.achieved.path),
         r.records,
         HumanBytes(r.record_bytes),
         if r.contiguous {

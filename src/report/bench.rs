@@ -1,6 +1,7 @@
 //! Output of `fragkit bench`: table, JSON ({"version", "jobs"}) and CSV (one row per
 //! iteration).
 
+use fragkit_sys::console::Shown;
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -71,7 +72,7 @@ pub(crate) fn write_table(w: &mut dyn Write, jobs: &[BenchJob]) -> io::Result<()
         if n > 0 {
             writeln!(w)?;
         }
-        writeln!(w, "{}: {}", j.path.display(), describe(j))?;
+        writeln!(w, "{}: {}", Shown(&j.path), describe(j))?;
         let t = &j.target;
         let mut where_ = format!(
             "  {} of {}{}",

@@ -1,5 +1,6 @@
 //! `fragkit defrag` report: per-file before/after and the run's totals.
 
+use fragkit_sys::console::Shown;
 use std::io::{self, Write};
 
 use crate::defrag::migrate::SkipKind;
@@ -49,7 +50,7 @@ pub(crate) fn write_table(w: &mut dyn Write, r: &DefragReport) -> io::Result<()>
             HumanBytes(f.bytes_planned).to_string(),
             HumanBytes(f.bytes_moved).to_string(),
             result,
-            f.path.display()
+            Shown(&f.path)
         )?;
         if let Some(why) = &f.worse {
             writeln!(w, "      WORSE: {why}")?;

@@ -10,6 +10,7 @@ use crate::render::fragtracer;
 #[derive(Serialize)]
 pub struct Summary {
     pub version: u32,
+    #[serde(flatten, serialize_with = "fragkit_core::units::path_fields")]
     pub path: PathBuf,
     pub files: u64,
     #[serde(skip_serializing_if = "Option::is_none")]

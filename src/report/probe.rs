@@ -1,5 +1,6 @@
 //! Output of `fragkit probe`: the measured points and the inference, explained.
 
+use fragkit_sys::console::Shown;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
@@ -13,6 +14,7 @@ pub use super::bench::SCHEMA_VERSION;
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ProbeTarget {
+    #[serde(flatten, serialize_with = "fragkit_core::units::path_fields")]
     pub path: PathBuf,
     /// "block_device" or "file".
     pub kind: &'static str,
@@ -122,7 +124,7 @@ fn write_target(w: &mut dyn Write, t: &ProbeTarget) -> io::Result<()> {
     writeln!(
         w,
         "{} ({} of {}, device {})",
-        t.path.display(),
+        Shown(&t.path),
         t.kind.replace('_', " "),
         HumanBytes(t.size),
         t.device.name

@@ -1,5 +1,6 @@
 //! Output of `fragkit scan`: table, JSON (the docs/design.md contract), NDJSON and CSV.
 
+use fragkit_sys::console::Shown;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 
@@ -40,6 +41,13 @@ fn requests_json(reqs: &[RequestCount], moves: &[u64]) -> Vec<RequestJson> {
         .collect()
 }
 
+/// A name's bytes when they are not UTF-8 (so `path`, lossy, cannot give the file back):
+/// JSON adds them as `path_bytes`, an array of byte values; CSV as hex in `path_bytes`.
+pub(crate) fn path_bytes(p: &std::path::Path) -> Option<&[u8]> {
+    let b = p.as_os_str().as_bytes();
+    std::str::from_utf8(b).is_err().then_some(b)
+}
+
 fn round4(v: f64) -> f64 {
     (v * 10_000.0).round() / 10_000.0
 }
@@ -48,6 +56,8 @@ fn round4(v: f64) -> f64 {
 #[derive(Serialize)]
 struct FileJson<'a> {
     path: std::borrow::Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_bytes: Option<&'a [u8]>,
     dev: String,
     ino: u64,
     fs: String,
@@ -97,6 +107,7 @@ fn file_json(f: &FileEntry) -> FileJson<'_> {
     let m = &f.metrics;
     FileJson {
         path: f.file.path.to_string_lossy(),
+        path_bytes: path_bytes(&f.file.path),
         dev: f.file.dev_string(),
         ino: f.file.ino,
         fs: f.file.fs.type_name(),
@@ -124,6 +135,8 @@ fn file_json(f: &FileEntry) -> FileJson<'_> {
 #[derive(Serialize)]
 struct WorstJson<'a> {
     path: std::borrow::Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_bytes: Option<&'a [u8]>,
     fragments: u64,
     extra: u64,
 }
@@ -131,6 +144,8 @@ struct WorstJson<'a> {
 #[derive(Serialize)]
 struct ErrorJson<'a> {
     path: std::borrow::Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_bytes: Option<&'a [u8]>,
     message: &'a str,
 }
 
@@ -174,6 +189,8 @@ struct ModelSummaryJson<'a> {
 #[derive(Serialize)]
 struct ModelWorstJson<'a> {
     path: std::borrow::Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_bytes: Option<&'a [u8]>,
     #[serde(flatten)]
     cost: CostJson,
 }
@@ -223,6 +240,7 @@ fn summary_json<'a>(t: &Totals<'a>) -> SummaryJson<'a> {
             .iter()
             .map(|f| WorstJson {
                 path: f.path.to_string_lossy(),
+                path_bytes: path_bytes(&f.path),
                 fragments: f.fragments,
                 extra: f.extra,
             })
@@ -240,6 +258,7 @@ fn summary_json<'a>(t: &Totals<'a>) -> SummaryJson<'a> {
                 .iter()
                 .map(|w| ModelWorstJson {
                     path: w.path.to_string_lossy(),
+                    path_bytes: path_bytes(&w.path),
                     cost: cost_json(&w.cost),
                 })
                 .collect(),
@@ -250,6 +269,7 @@ fn summary_json<'a>(t: &Totals<'a>) -> SummaryJson<'a> {
 fn error_json(e: &PathError) -> ErrorJson<'_> {
     ErrorJson {
         path: e.path.to_string_lossy(),
+        path_bytes: path_bytes(&e.path),
         message: &e.message,
     }
 }
@@ -285,7 +305,11 @@ pub(crate) fn file_json_into(out: &mut Vec<u8>, f: &FileEntry) {
     } else {
         match std::str::from_utf8(path) {
             Ok(p) => json_str(out, p),
-            Err(_) => json_str(out, &String::from_utf8_lossy(path)),
+            Err(_) => {
+                json_str(out, &String::from_utf8_lossy(path));
+                out.extend_from_slice(b",\"path_bytes\":");
+                serde_json::to_writer(&mut *out, path).expect("bytes serialise");
+            }
         }
     }
     let (major, minor) = crate::sys::dev::split(f.file.dev);
@@ -514,6 +538,7 @@ pub(crate) fn write_csv_header(
 ) -> io::Result<()> {
     let mut header: Vec<String> = [
         "path",
+        "path_bytes",
         "dev",
         "ino",
         "fs",
@@ -575,6 +600,12 @@ pub(crate) fn csv_row_into(out: &mut Vec<u8>, f: &FileEntry) {
     let m = &f.metrics;
     let (major, minor) = crate::sys::dev::split(f.file.dev);
     let _ = csv_field(out, f.file.path.as_os_str().to_string_lossy().as_bytes());
+    out.push(b',');
+    if let Some(b) = path_bytes(&f.file.path) {
+        for x in b {
+            let _ = write!(out, "{x:02x}");
+        }
+    }
     let _ = write!(
         out,
         ",{major}:{minor},{},{},{},{},{},{},{},{},{},{},{:.4}",
@@ -630,7 +661,7 @@ pub(crate) fn table_row_into(out: &mut Vec<u8>, f: &FileEntry) {
             c.collisions
         );
     }
-    let _ = write!(out, "  {}", f.file.path.display());
+    let _ = write!(out, "  {}", Shown(&f.file.path));
     if m.shared_bytes > 0 {
         // Reflinked or snapshot-shared data: defrag leaves it unless --unshare.
         let _ = write!(out, "  [shared {}]", HumanBytes(m.shared_bytes));
@@ -786,7 +817,7 @@ pub(crate) fn write_table(
                 ms(w.cost.contiguous_ns),
                 w.cost.ratio(),
                 w.cost.collisions,
-                w.path.display()
+                Shown(&w.path)
             )?;
         }
     }

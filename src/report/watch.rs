@@ -1,6 +1,7 @@
 //! `fragkit watch report`: fragmentation over time and the moments files first became
 //! fragmented, from a watch's history database; text, JSON, CSV and a PNG plot.
 
+use fragkit_sys::console::printable;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -183,12 +184,12 @@ pub fn print(w: &mut dyn Write, h: &History, format: Format) -> Result<()> {
                     w,
                     "  {}  {}  now {} fragments{gone}",
                     utc(f.t),
-                    f.path,
+                    printable(&f.path),
                     f.fragments_now
                 )?;
             }
             if let Some((f, h)) = &h.file {
-                writeln!(w, "\nsamples of {f}:")?;
+                writeln!(w, "\nsamples of {}:", printable(f))?;
                 for (t, s) in h {
                     writeln!(
                         w,

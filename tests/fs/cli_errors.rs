@@ -281,3 +281,61 @@ fn values_past_the_machines_limits_are_one_line_refusals() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "nothing written: {left:?}");
 }
+
+/// `bench read|write` and `probe alignment` refuse a request count they could never
+/// finish (2^32 and more hung, holding a latency per request) at parse time; a read's
+/// `--size` past the end of the file is clipped there, so no zero-byte read is counted.
+#[test]
+fn io_counts_are_bounded_and_reads_stop_at_end_of_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    std::fs::write(&f, vec![7u8; 1 << 20]).unwrap();
+    let p = f.to_string_lossy();
+    for args in [
+        &[
+            "bench",
+            "read",
+            &p,
+            "--count",
+            "4294967296",
+            "--no-drop-caches",
+        ][..],
+        &[
+            "bench",
+            "write",
+            &p,
+            "--count",
+            "4294967296",
+            "--no-drop-caches",
+        ][..],
+        &["bench", "read", &p, "--count", "0", "--no-drop-caches"][..],
+        &["probe", "alignment", &p, "--count", "18446744073709551615"][..],
+    ] {
+        let out = fragkit(args);
+        one_line_error(&out, 2, &["--count", "expected 1 to 100000000 requests"]);
+    }
+    // 4 MiB asked of a 1 MiB file: 1 MiB read, in 8 requests of 128 KiB, each iteration.
+    let out = fragkit(&[
+        "bench",
+        "read",
+        &p,
+        "--size",
+        "4M",
+        "--no-drop-caches",
+        "--iterations",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let job = &v["jobs"][0];
+    assert_eq!(job["region_size"], 1 << 20, "{job}");
+    for it in job["iterations"].as_array().unwrap() {
+        assert_eq!(it["bytes"], 1 << 20, "{it}");
+        assert_eq!(it["requests"], 8, "{it}");
+    }
+    // Starting past the end: nothing to read, one line saying so.
+    let out = fragkit(&["bench", "read", &p, "--offset", "2M", "--no-drop-caches"]);
+    one_line_error(&out, 2, &[&p, "nothing to read from offset 2097152"]);
+}

@@ -327,7 +327,7 @@ fn walk_semantics() {
     let out = fragkit(&["scan", "--format", "csv", &r]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 6);
-    assert!(text.starts_with("path,dev,ino,fs,size,allocated,extents,fragments"));
+    assert!(text.starts_with("path,path_bytes,dev,ino,fs,size,allocated,extents,fragments"));
     nix::mount::umount2(&inner_dir, nix::mount::MntFlags::MNT_DETACH).unwrap();
 }
 
@@ -565,6 +565,35 @@ fn formats_agree_and_escape_odd_names() {
     let (header, rows) = csv.split_first().unwrap();
     assert_eq!(rows.len(), files.len());
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    // Names that are not UTF-8 are kept losslessly: JSON `path_bytes` (byte values) and
+    // CSV `path_bytes` (hex); UTF-8 names have neither.
+    let bad = d.join(std::ffi::OsStr::from_bytes(b"bad-\xff\xfe"));
+    let bad_bytes = bad.as_os_str().as_bytes();
+    let with_bytes: Vec<&Value> = files
+        .iter()
+        .filter(|f| f.get("path_bytes").is_some())
+        .collect();
+    assert_eq!(
+        with_bytes.len(),
+        1,
+        "only the non-UTF-8 name has path_bytes"
+    );
+    let got: Vec<u8> = with_bytes[0]["path_bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap() as u8)
+        .collect();
+    assert_eq!(got, bad_bytes);
+    let hex: String = bad_bytes.iter().map(|b| format!("{b:02x}")).collect();
+    for (row, f) in rows.iter().zip(files) {
+        let want = if f.get("path_bytes").is_some() {
+            hex.as_str()
+        } else {
+            ""
+        };
+        assert_eq!(row[col("path_bytes")], want, "{}", f["path"]);
+    }
     for (row, f) in rows.iter().zip(files) {
         assert_eq!(row[col("path")], f["path"].as_str().unwrap());
         for key in ["ino", "size", "allocated", "fragments"] {
@@ -573,4 +602,87 @@ fn formats_agree_and_escape_odd_names() {
         let extents = f["extents"].as_array().unwrap().len();
         assert_eq!(row[col("extents")], extents.to_string());
     }
+}
+
+/// Names holding ESC (a colour, an OSC title), CR or other C0/C1 characters never reach the
+/// terminal raw: the scan table and stderr's lines show them escaped, one line each.
+#[test]
+fn terminal_output_escapes_control_characters() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = scratch(FsType::Ext4, 64 << 20, &[]);
+    let d = s.mountpoint().join("t");
+    std::fs::create_dir(&d).unwrap();
+    let hostile: &[u8] = b"x\x1b]0;pwned\x07\x1b[2J\rfake\xc2\x9bline";
+    let a = d.join(std::ffi::OsStr::from_bytes(hostile));
+    let b = d.join("plain");
+    interleaved_direct_appends(&[a.clone(), b.clone()], 32 << 10, 4);
+    let out = fragkit(&["scan", d.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let raw_controls = |bytes: &[u8]| {
+        String::from_utf8_lossy(bytes)
+            .chars()
+            .any(|c| c.is_control() && c != '\n')
+    };
+    assert!(
+        !raw_controls(&out.stdout),
+        "raw control characters in the table"
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("x\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\rfake\\u{9b}line"),
+        "{table}"
+    );
+    // A diagnostic naming the file: a path that does not exist, with the same bytes.
+    let missing = d.join(std::ffi::OsStr::from_bytes(b"gone\x1b[31m\rX\nfake: line"));
+    let out = fragkit(&["scan", missing.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(
+        !raw_controls(&out.stderr),
+        "raw control characters on stderr: {out:?}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gone\\u{1b}[31m\\rX\\nfake: line"), "{err}");
+    assert!(err.lines().all(|l| !l.starts_with("fake")), "{err}");
+}
+
+/// `defrag` names files the same way: its JSON keeps a name that is not UTF-8 (serde's
+/// own path serialisation failed there and cut the document short), and its table
+/// escapes control characters.
+#[test]
+fn defrag_output_keeps_odd_names() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = scratch(FsType::Ext4, 64 << 20, &[]);
+    let d = s.mountpoint().join("odd");
+    std::fs::create_dir(&d).unwrap();
+    let bad = d.join(std::ffi::OsStr::from_bytes(b"bad-\xff\x1b[2J"));
+    let other = d.join("other");
+    interleaved_direct_appends(&[bad.clone(), other.clone()], 32 << 10, 8);
+    let out = fragkit(&[
+        "defrag",
+        "--dry-run",
+        "--format",
+        "json",
+        d.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("a whole JSON document");
+    let files = v["files"].as_array().unwrap();
+    let f = files
+        .iter()
+        .find(|f| f.get("path_bytes").is_some())
+        .unwrap_or_else(|| panic!("no path_bytes: {v}"));
+    let got: Vec<u8> = f["path_bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap() as u8)
+        .collect();
+    assert_eq!(got, bad.as_os_str().as_bytes());
+    assert!(files
+        .iter()
+        .any(|f| f["path"] == other.to_str().unwrap() && f.get("path_bytes").is_none()));
+    let out = fragkit(&["defrag", "--dry-run", d.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(!table.contains('\u{1b}'), "{table}");
+    assert!(table.contains("bad-\u{fffd}\\u{1b}[2J"), "{table}");
 }

@@ -48,6 +48,7 @@ fn check_prometheus(text: &str) {
 struct Watch {
     child: Option<std::process::Child>,
     addr: String,
+    token: String,
 }
 
 impl Watch {
@@ -79,11 +80,12 @@ impl Watch {
         Watch {
             child: Some(child),
             addr,
+            token: watch_token(db),
         }
     }
 
     fn get(&self, path: &str) -> String {
-        http_get(&self.addr, path)
+        http_get(&self.addr, path, Some(&self.token))
     }
 
     fn ticks(&self) -> u64 {
@@ -132,12 +134,15 @@ impl Drop for Watch {
     }
 }
 
-pub fn http_get(addr: &str, path: &str) -> String {
+pub fn http_get(addr: &str, path: &str, token: Option<&str>) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).expect("connect to fragkit watch");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut buf = String::new();
@@ -370,6 +375,356 @@ fn watch_refuses_non_loopback_listen() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not a loopback address"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// `--db` is never opened through a symbolic link nor when another user owns the file
+/// (or one of SQLite's companions): one line naming the path (and the owner), exit 2,
+/// nothing written at the link's target; a new database is the user's alone (0600).
+#[test]
+fn watch_db_refuses_a_link_and_another_users_file() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("f"), b"x").unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let run = |db: &Path| {
+        fragkit(&[
+            "watch",
+            "--events",
+            "inotify",
+            "--duration",
+            "0s",
+            "--db",
+            db.to_str().unwrap(),
+            tree.to_str().unwrap(),
+        ])
+    };
+
+    // A link planted where the database would be: refused, its target never created.
+    let target = dir.path().join("victim.db");
+    let link = shared.join("watch.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = run(&link);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: a symbolic link", link.display())),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!target.exists(), "the link's target was created");
+    std::fs::remove_file(&link).unwrap();
+
+    // A link at the WAL's name: refused too.
+    let db = shared.join("w.db");
+    std::os::unix::fs::symlink(&target, shared.join("w.db-wal")).unwrap();
+    let out = run(&db);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("w.db-wal: a symbolic link"), "{err}");
+    assert!(
+        !target.exists() && !db.exists(),
+        "written through the WAL link"
+    );
+    std::fs::remove_file(shared.join("w.db-wal")).unwrap();
+
+    // Another user's file: refused, naming the owner.
+    let theirs = shared.join("theirs.db");
+    std::fs::write(&theirs, b"").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let out = run(&theirs);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: owned by", theirs.display())) && err.contains("uid 65534"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(
+        std::fs::metadata(&theirs).unwrap().len(),
+        0,
+        "their file was written"
+    );
+
+    // A new database: made by the watch, mode 0600.
+    let out = run(&db);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::metadata(&db).unwrap().mode() & 0o777, 0o600);
+}
+
+/// A tmpfs of its own, unmounted at the end.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn new(size: &str) -> Tmpfs {
+        let d = tempfile::tempdir().unwrap();
+        let st = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(d.path())
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount tmpfs");
+        Tmpfs(d)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// The history's disk fills up under a running watch: it says so once, naming the
+/// database, keeps serving /metrics, and when space is back it writes the history again
+/// (rebuilt by a full rescan) with every file created meanwhile.
+#[test]
+fn watch_survives_a_full_disk_under_the_history() {
+    use std::io::{BufRead, Write};
+    require_root();
+    let fs = scratch(FsType::Ext4, 128 << 20, &[]);
+    let dir = fs.mountpoint().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    write_file(&dir.join("first"), 4096, 1);
+    let small = Tmpfs::new("2m");
+    let db = small.0.path().join("w.db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(["watch", "--interval", "200ms", "--listen", "127.0.0.1:0"])
+        .args(["--format", "json", "--db"])
+        .arg(&db)
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(l);
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_line = |what: &str, pred: &dyn Fn(&str) -> bool, secs: u64| -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => {
+                    seen.push(l.clone());
+                    if pred(&l) {
+                        return l;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line {what} within {secs} s; stderr so far:\n{}",
+                    seen.join("\n")
+                ),
+            }
+        }
+    };
+    let live = wait_line(
+        "with the live page",
+        &|l| l.contains("live page on http://"),
+        60,
+    );
+    let addr = live
+        .split("live page on http://")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let get = |path: &str| http_get(&addr, path, None);
+    let files = |m: &str| {
+        m.lines()
+            .filter(|l| l.starts_with("fragkit_watch_files{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum::<f64>()
+    };
+    assert_eq!(files(&get("/metrics")), 1.0);
+
+    // Fill the history's file system, then give the watch much to write.
+    let filler = small.0.path().join("filler");
+    {
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![7u8; 64 << 10];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let names: Vec<PathBuf> = (0..3000)
+        .map(|i| dir.join(format!("{i:05}-{}", "n".repeat(150))))
+        .collect();
+    for n in &names {
+        std::fs::write(n, b"x").unwrap();
+    }
+    let warning = wait_line(
+        "warning of the full disk",
+        &|l| l.contains("cannot write the history"),
+        60,
+    );
+    assert!(
+        warning.starts_with("fragkit: warning: ")
+            && warning.contains(&format!("{}: ", db.display())),
+        "{warning}"
+    );
+    // Still alive and serving, a few ticks later.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "watch ended: {}",
+        seen.join("\n")
+    );
+    let m = get("/metrics");
+    assert!(m.contains("fragkit_watch_ticks_total "), "{m}");
+
+    // Space again: the history is written again, with every file.
+    std::fs::remove_file(&filler).unwrap();
+    wait_line(
+        "saying the history is written again",
+        &|l| l.contains("the history is written again"),
+        60,
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let n = files(&get("/metrics"));
+        if n == 3001.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/metrics says {n} files, not 3001"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        seen.join("\n")
+    );
+    let warnings = seen
+        .iter()
+        .filter(|l| l.contains("cannot write the history"))
+        .count();
+    assert_eq!(warnings, 1, "one warning per outage:\n{}", seen.join("\n"));
+    // The history holds them: `watch report` counts every file.
+    let out = fragkit(&[
+        "watch",
+        "report",
+        "--format",
+        "json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["rows"]["files"], 3001, "{report}");
+    let last = report["series"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["files"], 3001, "{last}");
+}
+
+/// inotify mode (a user without root): a directory the user cannot read and one whose
+/// path is longer than the kernel takes (4,096 bytes) are each named once on stderr and
+/// skipped; the watch goes on, hears a file created afterwards, and ends with status 0.
+#[test]
+fn inotify_skips_an_unreadable_and_a_too_long_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root();
+    let fs = scratch(FsType::Ext4, 64 << 20, &[]);
+    let top = fs.mountpoint().join("u");
+    let tree = top.join("tree");
+    std::fs::create_dir_all(tree.join("ok")).unwrap();
+    write_file(&tree.join("ok/a"), 4096, 1);
+    std::fs::create_dir(tree.join("locked")).unwrap();
+    // A chain of directories 26 × 201 bytes deep: made one `cd` at a time, as no single
+    // path to it may be longer than PATH_MAX.
+    let name = "d".repeat(200);
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cd '{}' && for i in $(seq 26); do mkdir {name} && cd -P {name} || exit 1; done",
+            tree.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = std::process::Command::new("chown")
+        .args(["-R", "nobody:nogroup"])
+        .arg(&top)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::set_permissions(tree.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let db = top.join("w.db");
+    let child = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_fragkit"))
+        .args([
+            "watch",
+            "--events",
+            "inotify",
+            "--interval",
+            "200ms",
+            "--duration",
+            "4s",
+        ])
+        .args(["--format", "json", "--db"])
+        .arg(&db)
+        .arg(&tree)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A file created while watched, in a watched directory.
+    std::thread::sleep(Duration::from_millis(2500));
+    write_file(&tree.join("ok/b"), 4096, 2);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    let locked = format!("{}: skipped, not watched (", tree.join("locked").display());
+    assert_eq!(err.matches(&locked).count(), 1, "{err}");
+    let long: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("bytes, longer than the kernel takes"))
+        .collect();
+    assert_eq!(long.len(), 1, "{err}");
+    assert!(
+        long[0].starts_with(&format!("fragkit: {}/{name}/", tree.display())),
+        "{err}"
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["source"], "inotify", "{summary}");
+    assert_eq!(
+        summary["totals"]["files"], 2,
+        "a and the file made while watched: {summary}"
+    );
 }
 
 /// fragProc.tbl's rows for one file: (start LBA, length) in table order.

@@ -173,8 +173,9 @@ fn live_page_shows_a_file_becoming_fragmented() {
 
     let (mut watch, addr) = watch_listening(&dir, &db.path().join("w.db"), "200ms");
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let token = watch_token(&db.path().join("w.db"));
 
-    let mut browser = Browser::open(&format!("http://{addr}/"));
+    let mut browser = Browser::open(&format!("http://{addr}/?token={token}"));
     let path = a.to_str().unwrap().to_string();
     let contiguous_row = format!("<tr data-path=\"{path}\" data-fragmented=\"false\"");
     browser.wait_dom("the file as contiguous", |d| d.contains(&contiguous_row));

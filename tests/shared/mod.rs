@@ -367,6 +367,14 @@ pub fn fragkit_error(args: &[&str]) -> String {
 
 /// `fragkit watch --listen 127.0.0.1:0 --db DB DIR` with `interval`: the child and the
 /// address it serves on (its stderr is drained in the background).
+/// The token a listening watch wrote next to its database (`DB.token`).
+pub fn watch_token(db: &Path) -> String {
+    let mut name = db.file_name().unwrap().to_os_string();
+    name.push(".token");
+    let text = std::fs::read_to_string(db.with_file_name(name)).expect("the watch's token file");
+    text.trim().to_string()
+}
+
 pub fn watch_listening(dir: &Path, db: &Path, interval: &str) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut watch = Command::new(env!("CARGO_BIN_EXE_fragkit"))

@@ -221,16 +221,9 @@ pub fn parse_rate_mb_s(text: &str) -> Result<u64, String> {
 
 /// User text for an error message: control characters escaped, so one line stays one
 /// line and a terminal shows what was typed (non-ASCII stays as it is).
+/// (`fragkit_sys::console::printable`, the project's one escaping rule.)
 pub fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    fragkit_sys::console::printable(text).into_owned()
 }
 
 #[cfg(test)]
@@ -391,5 +384,55 @@ mod list_tests {
             .unwrap_err()
             .contains("character 5"));
         assert!(parse_value_list("0..64").is_err());
+    }
+}
+
+/// A path as JSON fields, for `#[serde(flatten, serialize_with = "path_fields")]` on a
+/// field named `path`: `"path"` is the name as UTF-8 (bytes that are not UTF-8 become
+/// U+FFFD), and only when that loses something, `"path_bytes"` holds the name's bytes as
+/// an array of numbers, so the file can always be found again. (serde's own `Path`
+/// serialisation fails on such a name, and with it the whole document.)
+pub fn path_fields<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = p.as_os_str().as_bytes();
+    let mut m = s.serialize_map(None)?;
+    m.serialize_entry("path", &String::from_utf8_lossy(bytes))?;
+    if std::str::from_utf8(bytes).is_err() {
+        m.serialize_entry("path_bytes", bytes)?;
+    }
+    m.end()
+}
+
+#[cfg(test)]
+mod path_fields_tests {
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::PathBuf;
+
+    #[derive(serde::Serialize)]
+    struct Row {
+        #[serde(flatten, serialize_with = "super::path_fields")]
+        path: PathBuf,
+        n: u32,
+    }
+
+    #[test]
+    fn non_utf8_names_keep_their_bytes() {
+        let ok = Row {
+            path: PathBuf::from("/a/é"),
+            n: 1,
+        };
+        assert_eq!(
+            serde_json::to_string(&ok).unwrap(),
+            r#"{"path":"/a/é","n":1}"#
+        );
+        let bad = Row {
+            path: PathBuf::from(std::ffi::OsStr::from_bytes(b"/a\xff")),
+            n: 2,
+        };
+        assert_eq!(
+            serde_json::to_string(&bad).unwrap(),
+            r#"{"path":"/a�","path_bytes":[47,97,255],"n":2}"#
+        );
     }
 }

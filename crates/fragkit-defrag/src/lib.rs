@@ -109,6 +109,7 @@ impl RangeResult {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FileResult {
+    #[serde(flatten, serialize_with = "fragkit_core::units::path_fields")]
     pub path: PathBuf,
     pub fs: String,
     pub primitive: Option<&'static str>,

@@ -34,7 +34,7 @@ pub mod btrfs_space;
 pub mod cachestat;
 pub mod clock;
 pub mod clone;
-pub(crate) mod console;
+pub mod console;
 pub mod dev;
 pub mod dirent;
 pub mod f2fs_defrag;

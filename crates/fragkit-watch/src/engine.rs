@@ -101,6 +101,37 @@ pub struct Engine {
     pub changed: u64,
     /// Size of the first root's file system, for the live map's scale.
     pub fs_bytes: u64,
+    /// The history could not be written at the last tick: each tick tries a small write
+    /// first, and when it goes through, a full rescan rebuilds what was undone.
+    history_down: bool,
+}
+
+/// A tick could not write the history (disk full, I/O error): its writes were undone and
+/// the engine forgot its records, which the next tick that can write rebuilds by a full
+/// rescan. The watch goes on; what it publishes stays at the last tick written.
+#[derive(Debug)]
+pub struct HistoryUnwritable {
+    pub db: PathBuf,
+    pub cause: String,
+}
+
+impl std::fmt::Display for HistoryUnwritable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: cannot write the history: {}",
+            self.db.display(),
+            self.cause
+        )
+    }
+}
+
+impl std::error::Error for HistoryUnwritable {}
+
+/// Whether an error came from SQLite (the history), not from the file system watched.
+fn is_store_error(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.downcast_ref::<rusqlite::Error>().is_some())
 }
 
 pub fn now() -> f64 {
@@ -168,7 +199,21 @@ impl Engine {
             pending: HashSet::new(),
             changed: 0,
             fs_bytes,
+            history_down: false,
         }
+    }
+
+    /// Forget every record (after a tick's writes were undone): the next full rescan
+    /// finds each file again, by inode, in the history.
+    fn forget_records(&mut self) {
+        self.files = FileIndex::new();
+        self.totals = Totals::default();
+        self.by_ext.clear();
+        self.by_dir.clear();
+        self.dirty_groups.clear();
+        self.maps.clear();
+        self.pending.clear();
+        self.overflowed = true;
     }
 
     pub fn source_name(&self) -> &'static str {
@@ -456,8 +501,38 @@ impl Engine {
         result
     }
 
-    /// One tick: drain events, re-map changed paths, write history.
+    /// One tick: drain events, re-map changed paths, write history. When the history
+    /// cannot be written the error is a [`HistoryUnwritable`] and the watch may go on.
     pub fn run_tick(&mut self) -> Result<TickReport> {
+        let unwritable = |store: &Store, e: anyhow::Error| {
+            anyhow::Error::new(HistoryUnwritable {
+                db: store.path().to_path_buf(),
+                cause: format!("{:#}", e),
+            })
+        };
+        if self.history_down {
+            // Events are dropped: the full rescan that follows a good write sees all.
+            let mut changes = std::mem::take(&mut self.changes);
+            self.source.drain(&mut changes)?;
+            changes.clear();
+            self.changes = changes;
+            if let Err(e) = self.store.probe() {
+                return Err(unwritable(&self.store, e));
+            }
+            self.history_down = false;
+        }
+        match self.tick_inner() {
+            Err(e) if is_store_error(&e) => {
+                self.store.rollback();
+                self.forget_records();
+                self.history_down = true;
+                Err(unwritable(&self.store, e))
+            }
+            r => r,
+        }
+    }
+
+    fn tick_inner(&mut self) -> Result<TickReport> {
         let start = Instant::now();
         let t = now();
         self.tick += 1;

@@ -4,8 +4,10 @@
 //! watch (each costs ~1 KiB of kernel memory and counts against
 //! /proc/sys/fs/inotify/max_user_watches), and directories created later are added as
 //! their IN_CREATE arrives. Renames pair IN_MOVED_FROM with IN_MOVED_TO by cookie.
+//! A directory that cannot be watched (unreadable, or a path longer than the kernel
+//! takes) is skipped and named on stderr once; running out of watches ends the watch.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -27,6 +29,8 @@ pub struct Inotify {
     fd: OwnedFd,
     dirs: HashMap<i32, PathBuf>,
     buf: Vec<u8>,
+    /// Directories skipped (named once each on stderr).
+    skipped: HashSet<PathBuf>,
 }
 
 impl Inotify {
@@ -36,6 +40,7 @@ impl Inotify {
             fd,
             dirs: HashMap::new(),
             buf: vec![0u8; 64 * 1024],
+            skipped: HashSet::new(),
         };
         for root in roots {
             if root.is_dir() {
@@ -57,10 +62,13 @@ impl Inotify {
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
         let wd = inotify::add_watch(self.fd.as_fd(), &c, MASK).map_err(|e| {
             if e.raw_os_error() == Some(libc::ENOSPC) {
-                return io::Error::other(format!(
-                    "{}: out of inotify watches (raise /proc/sys/fs/inotify/max_user_watches, or run as root to use fanotify)",
-                    dir.display()
-                ));
+                return io::Error::new(
+                    io::ErrorKind::QuotaExceeded,
+                    format!(
+                        "{}: out of inotify watches (raise /proc/sys/fs/inotify/max_user_watches, or run as root to use fanotify)",
+                        dir.display()
+                    ),
+                );
             }
             e
         })?;
@@ -68,19 +76,55 @@ impl Inotify {
         Ok(())
     }
 
-    /// Watch `dir` and every directory below it on the same file system.
+    /// A directory that cannot be watched or listed: say so once, go on without it.
+    fn skip(&mut self, dir: &Path, e: &io::Error) {
+        if self.skipped.insert(dir.to_path_buf()) {
+            let why = if e.raw_os_error() == Some(libc::ENAMETOOLONG) {
+                format!(
+                    "its path is {} bytes, longer than the kernel takes",
+                    dir.as_os_str().len()
+                )
+            } else {
+                e.to_string()
+            };
+            fragkit_sys::stderr_line!(
+                "fragkit: {}: skipped, not watched ({why}); watching goes on",
+                fragkit_core::units::printable(&dir.to_string_lossy())
+            );
+        }
+    }
+
+    /// Watch `dir` and every directory below it on the same file system. A directory
+    /// that cannot be watched (no read permission, a path too long) is skipped with what
+    /// is below it; only running out of watches is an error.
     fn add_tree(&mut self, dir: &Path) -> io::Result<()> {
         use std::os::unix::fs::MetadataExt;
-        let dev = std::fs::symlink_metadata(dir)?.dev();
+        let dev = match std::fs::symlink_metadata(dir) {
+            Ok(m) => m.dev(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                self.skip(dir, &e);
+                return Ok(());
+            }
+        };
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
             match self.add_dir(&d) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
+                Err(e) if e.kind() == io::ErrorKind::QuotaExceeded => return Err(e),
+                Err(e) => {
+                    self.skip(&d, &e);
+                    continue;
+                }
             }
-            let Ok(rd) = std::fs::read_dir(&d) else {
-                continue;
+            let rd = match std::fs::read_dir(&d) {
+                Ok(rd) => rd,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    self.skip(&d, &e);
+                    continue;
+                }
             };
             for ent in rd.flatten() {
                 let Ok(meta) = ent.metadata() else { continue };

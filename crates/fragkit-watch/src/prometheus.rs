@@ -21,8 +21,9 @@ fn label(v: &str) -> String {
     s
 }
 
-/// Prometheus text exposition: per-extension gauges, the worst files, tick counters.
-pub fn prometheus(e: &Engine) -> String {
+/// Prometheus text exposition: per-extension gauges, the worst files (their paths only
+/// `with_files`: what a client without the watch's token is not shown), tick counters.
+pub fn prometheus(e: &Engine, with_files: bool) -> String {
     let mut o = String::new();
     let mut exts: Vec<(&String, &Totals)> = e.by_ext.iter().filter(|(_, t)| t.files > 0).collect();
     exts.sort_by(|a, b| a.0.cmp(b.0));
@@ -64,7 +65,12 @@ pub fn prometheus(e: &Engine) -> String {
         "# HELP fragkit_watch_file_fragments Fragments of the {TOP_FILES} most fragmented files."
     );
     let _ = writeln!(o, "# TYPE fragkit_watch_file_fragments gauge");
-    for (p, s) in e.worst(TOP_FILES) {
+    let worst = if with_files {
+        e.worst(TOP_FILES)
+    } else {
+        Vec::new()
+    };
+    for (p, s) in worst {
         let _ = writeln!(
             o,
             "fragkit_watch_file_fragments{{path=\"{}\"}} {}",

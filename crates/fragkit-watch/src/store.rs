@@ -111,6 +111,8 @@ pub struct Store {
     pub retention: Retention,
     last_tick: Option<(f64, Totals)>,
     last_prune: f64,
+    /// The database file, for messages.
+    path: std::path::PathBuf,
 }
 
 const SCHEMA: &str = "
@@ -180,14 +182,81 @@ fn totals_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Tota
     })
 }
 
+/// Refuse a history file (or one of SQLite's companions) that is a symbolic link, or
+/// that another user owns: either could be planted in a shared directory to make fragkit
+/// (maybe root) write where its owner chose, or read history they wrote.
+fn check_own_file(path: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot stat", path.display())),
+    };
+    if m.file_type().is_symlink() {
+        let to = std::fs::read_link(path)
+            .map(|t| t.display().to_string())
+            .unwrap_or_else(|_| "?".into());
+        anyhow::bail!(
+            "{}: a symbolic link (to {to}); refused: the history database is never opened through a link",
+            path.display()
+        );
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if m.uid() != me {
+        anyhow::bail!(
+            "{}: owned by {}, not by {}; refused: the history database must be the running user's own file",
+            path.display(),
+            user_name(m.uid()),
+            user_name(me)
+        );
+    }
+    Ok(())
+}
+
+/// "name (uid N)", or "uid N" for a uid with no name.
+fn user_name(uid: u32) -> String {
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(u)) => format!("{} (uid {uid})", u.name),
+        _ => format!("uid {uid}"),
+    }
+}
+
+/// Create the database file if it is missing, readable by its owner only (it lists file
+/// names), never through a link.
+fn create_private(path: &Path) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("{}: cannot create", path.display())),
+    }
+}
+
 impl Store {
-    /// Open (creating if needed) a history database.
+    /// Open (creating if needed) a history database: never through a symbolic link,
+    /// never another user's file; a new file is made with mode 0600.
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("{}: cannot create directory", dir.display()))?;
         }
-        let conn = Connection::open(path)
+        check_own_file(path)?;
+        for s in ["-wal", "-shm", "-journal"] {
+            let mut p = path.as_os_str().to_os_string();
+            p.push(s);
+            check_own_file(Path::new(&p))?;
+        }
+        create_private(path)?;
+        // NOFOLLOW: SQLite itself refuses a link at the path (it would otherwise resolve
+        // it), closing the gap between the check above and the open.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags)
             .with_context(|| format!("{}: cannot open SQLite database", path.display()))?;
         // WAL + NORMAL: one fsync per checkpoint, not per tick; a crash loses at most
         // the last ticks, never the database.
@@ -208,6 +277,7 @@ impl Store {
             retention: Retention::default(),
             last_tick: None,
             last_prune: 0.0,
+            path: path.to_path_buf(),
         })
     }
 
@@ -258,11 +328,34 @@ impl Store {
             retention: Retention::default(),
             last_tick: None,
             last_prune: 0.0,
+            path: path.to_path_buf(),
         })
     }
 
     pub fn begin(&self) -> Result<()> {
         self.conn.execute_batch("BEGIN")?;
+        Ok(())
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Undo the open transaction after a failed write (none open is fine: SQLite rolls
+    /// back by itself after some errors), and forget what the store remembers of writes
+    /// that were undone.
+    pub fn rollback(&mut self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
+        self.last_tick = None;
+    }
+
+    /// Whether the database takes a write now (after it failed): one small row.
+    pub fn probe(&self) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES('last_write_probe', ?1)",
+            params![crate::engine::now().to_string()],
+        )?;
         Ok(())
     }
 

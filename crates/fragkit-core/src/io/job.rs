@@ -18,6 +18,9 @@ use super::engine::{self, Completion, EngineKind, Op, Request};
 use crate::stats::{mean, percentile_sorted, Summary};
 use fragkit_sys::fsinfo::{FsInfo, TMPFS_MAGIC};
 
+/// Most requests a job issues per iteration (`count`): each keeps its latency, 8 bytes.
+pub const MAX_REQUESTS: u64 = 100_000_000;
+
 /// Where requests go within the region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -81,6 +84,10 @@ pub struct JobSpec {
     /// At most this many requests per iteration over all segments (a reader of a
     /// stonewalled writer's file reads what was written).
     pub limit: Option<u64>,
+    /// A read of a regular file stops at its end: a `size` reaching past it is cut there
+    /// (what lies past would be zero-byte reads, neither data nor device I/O). Off: such a
+    /// read is a short read, an error (IOR's semantics).
+    pub clip_at_eof: bool,
 }
 
 /// How many times the region's pattern repeats, and how far apart.
@@ -119,6 +126,7 @@ impl JobSpec {
             segments: Segments::ONE,
             deadline: None,
             limit: None,
+            clip_at_eof: false,
         }
     }
 }
@@ -546,10 +554,27 @@ pub fn run_job_observed(
     }
     let target = open_target(spec)?;
     let open_seconds = target.open_seconds;
+    if spec.count.is_some_and(|c| c == 0 || c > MAX_REQUESTS) {
+        bail!(
+            "count {}: expected 1 to {MAX_REQUESTS} requests",
+            spec.count.unwrap_or(0)
+        );
+    }
     let region = match spec.size {
+        Some(s) if spec.clip_at_eof && spec.op == Op::Read && target.info.kind == "file" => {
+            s.min(target.info.size.saturating_sub(spec.offset))
+        }
         Some(s) => s,
         None => target.info.size.saturating_sub(spec.offset),
     };
+    if region == 0 && spec.op == Op::Read && target.info.kind == "file" {
+        bail!(
+            "{}: nothing to read from offset {} (the file has {} bytes)",
+            spec.path.display(),
+            spec.offset,
+            target.info.size
+        );
+    }
     if region == 0 {
         bail!(
             "{}: nothing to {} (empty from offset {}); give --size",
