@@ -250,6 +250,12 @@ pub struct JobResult {
     pub sync_seconds: f64,
     /// Seconds in the close call.
     pub close_seconds: f64,
+    /// When the open call started and when the close returned (in this process; to place
+    /// the job among others').
+    #[serde(skip)]
+    pub opened_at: Instant,
+    #[serde(skip)]
+    pub closed_at: Instant,
 }
 
 impl JobResult {
@@ -268,7 +274,8 @@ impl JobResult {
 /// An opened, validated target.
 struct Target {
     file: File,
-    /// The open call's own time.
+    /// When the open call started, and its own time.
+    opened_at: Instant,
     open_seconds: f64,
     info: TargetInfo,
     /// Offsets and lengths must be multiples of this with O_DIRECT.
@@ -301,6 +308,13 @@ fn open_target(spec: &JobSpec) -> Result<Target> {
     if spec.op == Op::Write && existing.is_none() && spec.size.is_none() {
         bail!("{shown}: does not exist; give --size to create and write it");
     }
+    // The device and its limits are found before the open (by the file, or by its directory
+    // for a file the job creates), so the open-to-close window holds no sysfs reads.
+    let device = match (&existing, spec.path.parent()) {
+        (None, Some(dir)) if !dir.as_os_str().is_empty() => BlockDevice::for_path(dir),
+        _ => BlockDevice::for_path(&spec.path),
+    };
+    let limits = device.as_ref().ok().map(|d| d.limits());
     let mut opts = OpenOptions::new();
     match spec.op {
         Op::Read => opts.read(true),
@@ -336,14 +350,12 @@ fn open_target(spec: &JobSpec) -> Result<Target> {
     if spec.direct && fs.is_some_and(|f| f.magic == TMPFS_MAGIC) {
         bail!("{shown}: on tmpfs, which has no block device; --direct would time memory copies, not a device (use a file on a disk file system, or drop --direct)");
     }
-    let device = BlockDevice::for_path(&spec.path);
     if spec.direct {
         if let Err(e) = &device {
             bail!("--direct: {e:#}");
         }
     }
     let device = device.ok();
-    let limits = device.as_ref().map(|d| d.limits());
     let block = limits.map_or(512, |l| l.logical_block_size);
     if spec.direct {
         let dev = device.as_ref().map_or(String::new(), |d| d.name.clone());
@@ -374,6 +386,7 @@ fn open_target(spec: &JobSpec) -> Result<Target> {
     };
     Ok(Target {
         file,
+        opened_at: opening,
         open_seconds,
         info,
         block,
@@ -552,8 +565,33 @@ pub fn run_job_observed(
     if spec.iterations == 0 {
         bail!("iterations 0: expected at least 1");
     }
+    // With the region known, the transfer buffers are made (and a write's filled) before
+    // the target is opened, as IOR prepares its buffers before it opens: the open-to-close
+    // window then holds the I/O, not memory set-up.
+    let slot_len = (spec.block_size as usize).next_multiple_of(super::buf::BUFFER_ALIGN);
+    let buffers = |depth: u32| match spec.op {
+        Op::Read => AlignedBuf::new(slot_len * depth as usize),
+        Op::Write => AlignedBuf::patterned(slot_len * depth as usize, 0x5a),
+    };
+    let most_depth = |region: u64| {
+        let engine_depth = match spec.engine {
+            EngineKind::Psync => 1,
+            _ => spec.queue_depth,
+        };
+        // Never more buffers than requests: 8 MiB in one request at QD32 needs one buffer.
+        let per_iteration = Offsets::new(spec, region, 1, 0).remaining;
+        engine_depth.min(per_iteration.clamp(1, u32::MAX as u64) as u32)
+    };
+    let early = match spec.size {
+        Some(size) if spec.block_size <= u32::MAX as u64 / 2 => {
+            let depth = most_depth(size);
+            Some((depth, buffers(depth)))
+        }
+        _ => None,
+    };
     let target = open_target(spec)?;
     let open_seconds = target.open_seconds;
+    let opened_at = target.opened_at;
     if spec.count.is_some_and(|c| c == 0 || c > MAX_REQUESTS) {
         bail!(
             "count {}: expected 1 to {MAX_REQUESTS} requests",
@@ -587,15 +625,12 @@ pub fn run_job_observed(
     let fd = target.file.as_raw_fd();
     let mut eng = engine::open(spec.engine, fd, spec.queue_depth)
         .with_context(|| format!("{}: {} engine", spec.path.display(), spec.engine.name()))?;
-    // Never more buffers than requests: 8 MiB in one request at QD32 needs one buffer.
-    let per_iteration = Offsets::new(spec, region, round_to, 0).remaining;
     let depth = eng
         .effective_depth(spec.queue_depth)
-        .min(per_iteration.clamp(1, u32::MAX as u64) as u32);
-    let slot_len = (spec.block_size as usize).next_multiple_of(super::buf::BUFFER_ALIGN);
-    let mut bufs = match spec.op {
-        Op::Read => AlignedBuf::new(slot_len * depth as usize),
-        Op::Write => AlignedBuf::patterned(slot_len * depth as usize, 0x5a),
+        .min(most_depth(region));
+    let mut bufs = match early {
+        Some((made, bufs)) if made >= depth => bufs,
+        _ => buffers(depth),
     };
     // Registered once for every iteration. No request is in flight once `drive` returns,
     // and the kernel holds its own references to the pinned pages until the ring closes.
@@ -707,7 +742,8 @@ pub fn run_job_observed(
     drop(eng);
     let closing = Instant::now();
     drop(target.file);
-    let close_seconds = closing.elapsed().as_secs_f64();
+    let closed_at = Instant::now();
+    let close_seconds = closed_at.duration_since(closing).as_secs_f64();
     Ok(JobResult {
         path: spec.path.clone(),
         op: spec.op,
@@ -727,6 +763,8 @@ pub fn run_job_observed(
         open_seconds,
         sync_seconds,
         close_seconds,
+        opened_at,
+        closed_at,
     })
 }
 

@@ -4,10 +4,11 @@
 //! -C -i N`): a barrier, then every rank opens its file (file per process) or the shared
 //! file, writes its BLOCK in each of the SEGMENTS segments in XFER requests (O_DIRECT with
 //! `direct`; in random order within the block with `random_offsets`, the same order in
-//! every segment, as IOR's `-z`), and closes it. The phase's time runs from the common
-//! start to the last rank's close (each rank times itself from the barrier; the phase takes
-//! the slowest, so no clocks of different hosts are compared); bandwidth is the bytes all
-//! ranks actually moved over that time, in MiB/s as IOR prints it. With a deadline (IOR's
+//! every segment, as IOR's `-z`), and closes it. The phase's time runs from the first
+//! rank's open to the last rank's close, as IOR's: each rank times its open call, its
+//! transfers and its close, and says when its open started after the barrier (so no clocks
+//! of different hosts are compared); bandwidth is the bytes all ranks actually moved over
+//! that time, in MiB/s as IOR prints it. With a deadline (IOR's
 //! `-D`) each rank stops submitting once it has passed, and a reader of that data reads
 //! what was written.
 //!
@@ -21,7 +22,7 @@
 //! IOR does without `-k`.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use rand::RngExt;
@@ -98,7 +99,8 @@ pub struct IorIteration {
     /// The fewest and most bytes one rank moved.
     pub rank_bytes_min: u64,
     pub rank_bytes_max: u64,
-    /// From the common start to the last rank's close.
+    /// From the first rank's open to the last rank's close (each rank placed by when its
+    /// open started after the common barrier).
     pub seconds: f64,
     /// `bytes` / `seconds`, MiB (2^20 bytes) per second as IOR prints.
     pub mib_per_s: f64,
@@ -352,8 +354,10 @@ fn offset_seed(r: usize) -> u64 {
     crate::age::DEFAULT_SEED ^ ((r as u64) << 20)
 }
 
-/// One rank's phase: open-to-close seconds, its open and transfer parts, and what moved.
+/// One rank's phase: when its open started (seconds after the phase's barrier), its
+/// open-to-close seconds, its open and transfer parts, and what moved.
 struct PhaseTimes {
+    start: f64,
     total: f64,
     open: f64,
     data: f64,
@@ -393,10 +397,11 @@ fn phase(
     job.queue_depth = 1;
     job.drop_caches = false;
     job.sync_writes = spec.fsync;
+    let began = Instant::now();
     let r = run_job(&job)?;
-    // As IOR times a phase: the open call, the transfers, and the close (with `fsync`, the
-    // fsync before it). Finding the device and filling the buffers come before the open,
-    // as IOR prepares its buffers before it opens; a buffered pass's own time holds the
+    // As IOR times a phase: from the open call to the close's return, the fsync (with
+    // `fsync`) in the close part. The job finds the device and fills its buffers before
+    // it opens, as IOR prepares before it opens; a buffered pass's own time holds the
     // fsync, which goes to the close part here.
     let passes: f64 = r.iterations.iter().map(|i| i.seconds).sum();
     let data = if spec.direct {
@@ -404,9 +409,9 @@ fn phase(
     } else {
         (passes - r.sync_seconds).max(0.0)
     };
-    let close = r.sync_seconds + r.close_seconds;
     Ok(PhaseTimes {
-        total: r.open_seconds + data + close,
+        start: r.opened_at.saturating_duration_since(began).as_secs_f64(),
+        total: r.closed_at.duration_since(r.opened_at).as_secs_f64(),
         open: r.open_seconds,
         data,
         bytes: r.iterations.iter().map(|i| i.bytes).sum(),
@@ -528,15 +533,22 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
                     t.data,
                     t.bytes as f64,
                     t.transfers as f64,
+                    t.start,
                 ]);
-                let ranks: Vec<&[f64]> = gathered.chunks(5).collect();
+                let ranks: Vec<&[f64]> = gathered.chunks(6).collect();
                 let all: Vec<f64> = ranks.iter().map(|r| r[0]).collect();
                 let slowest =
                     |part: fn(&[f64]) -> f64| ranks.iter().map(|r| part(r)).fold(0.0, f64::max);
                 let open = slowest(|r| r[1]);
                 let data = slowest(|r| r[2]).max(1e-9);
                 let close = slowest(|r| (r[0] - r[1] - r[2]).max(0.0));
-                let seconds = all.iter().copied().fold(0.0, f64::max).max(1e-9);
+                // The phase runs from the first rank's open to the last rank's close, each
+                // rank placed by when its open started after the common barrier (as IOR
+                // takes the earliest open and the latest close): ranks that do not run side
+                // by side (more ranks than cores) do not add up to more than they moved.
+                let first = ranks.iter().map(|r| r[5]).fold(f64::INFINITY, f64::min);
+                let last = ranks.iter().map(|r| r[5] + r[0]).fold(0.0, f64::max);
+                let seconds = (last - first).max(1e-9);
                 let rank_bytes: Vec<u64> = ranks.iter().map(|r| r[3] as u64).collect();
                 let bytes: u64 = rank_bytes.iter().sum();
                 let transfers: u64 = ranks.iter().map(|r| r[4] as u64).sum();
@@ -556,7 +568,7 @@ pub fn run(spec: &IorSpec, cluster: &Cluster) -> Result<Option<IorReport>> {
                     seconds,
                     mib_per_s: bytes as f64 / (1u64 << 20) as f64 / seconds,
                     rank_seconds_min: all.iter().copied().fold(f64::INFINITY, f64::min),
-                    rank_seconds_max: seconds,
+                    rank_seconds_max: all.iter().copied().fold(0.0, f64::max),
                     open_seconds: open,
                     data_seconds: data,
                     close_seconds: close,
