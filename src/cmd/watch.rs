@@ -167,11 +167,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
                         );
                     }
                     history_down = Some(h);
-                    next += args.interval;
-                    let now = Instant::now();
-                    if next < now {
-                        next = now + args.interval;
-                    }
+                    next = next_tick(next, args.interval);
                     if args.duration.is_some_and(|d| start.elapsed() >= d) {
                         break;
                     }
@@ -206,12 +202,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
             r.changed_files,
             r.tick_ms
         ));
-        next += args.interval;
-        // Behind schedule (a long full rescan): skip missed ticks rather than burst.
-        let now = Instant::now();
-        if next < now {
-            next = now + args.interval;
-        }
+        next = next_tick(next, args.interval);
         if args.duration.is_some_and(|d| start.elapsed() >= d) {
             break;
         }
@@ -257,6 +248,18 @@ pub fn run(args: WatchArgs) -> Result<i32> {
 }
 
 /// `fragkit watch report`: read the history, plot it if asked, print it.
+/// The tick after `next`; behind schedule (a long full rescan) it skips the missed ticks
+/// rather than burst.
+fn next_tick(next: Instant, interval: Duration) -> Instant {
+    let after = next + interval;
+    let now = Instant::now();
+    if after < now {
+        now + interval
+    } else {
+        after
+    }
+}
+
 fn report(args: WatchReportArgs) -> Result<i32> {
     use crate::report::watch::{self as out, Format, History};
     let db = match &args.db {
