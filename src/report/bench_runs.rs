@@ -469,8 +469,8 @@ pub(crate) fn check_plot_dir(dir: &Path) -> Result<()> {
 
 /// One PNG per transfer size in `dir`: write and read bandwidth over capacity × frag.
 /// Returns the files written.
+/// `dir` was made and checked by [`check_plot_dir`] before the matrix ran.
 pub(crate) fn paf_plots(dir: &Path, r: &MatrixReport) -> Result<Vec<std::path::PathBuf>> {
-    check_plot_dir(dir)?;
     let caps: Vec<u64> = r
         .rows
         .iter()
