@@ -288,13 +288,7 @@ fn rewrite_goes_window_by_window_like_fragpicker_b_ext4() {
     let s = aged(FsType::Ext4);
     let dir = s.mountpoint().join("fp");
     let hashes: Vec<u64> = file_counts(&dir).keys().map(|p| file_hash(p)).collect();
-    let dev = s
-        .info
-        .loop_device
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .to_string();
+    let dev = loop_name(&s);
     let flushes = || -> u64 {
         let stat = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
         stat.split_whitespace().nth(15).unwrap().parse().unwrap()

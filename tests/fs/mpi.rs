@@ -250,13 +250,7 @@ fn device_bytes(dev: &str) -> (u64, u64) {
 #[test]
 fn bench_ior_segments_random_order_and_deadline_count_what_moved() {
     let s = scratch(FsType::Ext4, 1 << 30, &[]);
-    let dev = s
-        .info
-        .loop_device
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let dev = loop_name(&s);
     let dir = s.mountpoint().join("ior");
     std::fs::create_dir(&dir).unwrap();
     let d = dir.to_str().unwrap();

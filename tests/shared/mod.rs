@@ -106,6 +106,16 @@ pub fn drop_caches() {
     std::fs::write("/proc/sys/vm/drop_caches", "3").expect("drop caches");
 }
 
+/// The scratch file system's loop device as /sys/block names it ("loop3").
+pub fn loop_name(s: &Scratch) -> String {
+    s.info
+        .loop_device
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Reads completed on a block device (first field of /sys/block/DEV/stat).
 pub fn device_reads(dev: &str) -> u64 {
     let s = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
