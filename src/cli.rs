@@ -118,6 +118,9 @@ pub enum Command {
     },
     /// Migrate fragmented ranges with each file system's atomic primitive (pick, bypass, full)
     Defrag(DefragArgs),
+    /// What fragmentation costs each file on a modeled device (split requests, die
+    /// collisions or seeks) and the cheapest fix, ranked; --apply carries it out
+    Advise(AdviseArgs),
     /// Measure I/O on files and devices with the device's own request counters
     Bench {
         #[command(subcommand)]
@@ -394,6 +397,52 @@ pub struct DefragArgs {
     /// full mode, which places files by a free-space plan, and for --method rewrite]
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct AdviseArgs {
+    /// Files, directories or mount points to advise on
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The device to price reads on: an SSD preset (`fragkit ssd --presets`), g,S, or the
+    /// disk model (hdd, hdd@OFFSET)
+    #[arg(long, value_name = "PRESET|g,S|hdd", default_value = "fast24")]
+    pub device: String,
+    /// Accesses to price, from `fragkit trace -o` [default: one sequential read of each file]
+    #[arg(long, value_name = "FILE", conflicts_with = "trace_for")]
+    pub profile: Option<PathBuf>,
+    /// Record the accesses to price: trace for this long (needs root)
+    #[arg(long, value_name = "SECS", value_parser = seconds, requires = "comm")]
+    pub trace_for: Option<std::time::Duration>,
+    /// With --trace-for: the command name whose file I/O to record
+    #[arg(long, value_name = "NAME", requires = "trace_for")]
+    pub comm: Option<String>,
+    /// Pick mode's share of the profile's hottest ranges
+    #[arg(long, default_value = "100", value_name = "PCT", value_parser = percent)]
+    pub hot_pct: f64,
+    /// The application's request size R
+    #[arg(long, short = 'r', default_value = "128K", value_parser = request_size)]
+    pub io_size: u64,
+    /// How many more times the priced accesses happen before the files change: a fix is
+    /// advised when it saves more modeled time over this many than its own reads and
+    /// writes cost
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub reads: u64,
+    /// Carry out the advice (defrag each file with its recommended mode, needs root), then
+    /// measure again and print predicted against achieved
+    #[arg(long)]
+    pub apply: bool,
+    /// With --apply: move at most this many bytes (K, M, G suffixes)
+    #[arg(long, value_parser = units::parse_nonzero_size, requires = "apply")]
+    pub budget: Option<u64>,
+    /// With --apply: limit migration to this many MB/s
+    #[arg(long, value_name = "MB/s", value_parser = mb_per_s, requires = "apply")]
+    pub max_rate: Option<u64>,
+    /// Files listed in the table (0: all)
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub top: usize,
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
 }

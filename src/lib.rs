@@ -12,7 +12,9 @@ pub mod cli;
 pub mod cmd;
 pub mod report;
 
-pub use fragkit_core::{freespace, hdd, io, layout, metrics, scan, scratch, ssd, stats, units};
+pub use fragkit_core::{
+    device, freespace, hdd, io, layout, metrics, scan, scratch, ssd, stats, units,
+};
 pub use fragkit_defrag as defrag;
 pub use fragkit_lab::{age, bench, cluster, lab};
 pub use fragkit_render as render;

@@ -1,5 +1,6 @@
 //! One function per subcommand; each returns the process exit status.
 
+pub mod advise;
 pub mod age;
 pub mod bench;
 pub mod defrag;
@@ -22,6 +23,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Scan(args) => scan::run(args),
         Command::Scratch { action } => scratch::run(action),
         Command::Defrag(args) => defrag::run(args),
+        Command::Advise(args) => advise::run(args),
         Command::Bench { action } => bench::run(action),
         Command::Probe { action } => probe::run(action),
         Command::Free(args) => free::run(args),

@@ -1,5 +1,6 @@
 //! Turning results into text for people and machines.
 
+pub mod advise;
 pub mod age;
 pub mod bench;
 pub(crate) mod bench_runs;

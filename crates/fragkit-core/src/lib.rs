@@ -7,6 +7,7 @@
 // return errors (stdout) or `stderr_line!` (diagnostics).
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod device;
 pub mod freespace;
 pub mod hdd;
 pub mod io;

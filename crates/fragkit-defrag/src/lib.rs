@@ -5,6 +5,7 @@
 // return errors (stdout) or `stderr_line!` (diagnostics).
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod advise;
 pub mod judge;
 pub mod migrate;
 pub mod movelog;

@@ -18,6 +18,9 @@ pub struct Profile {
     pub version: u32,
     #[serde(default)]
     pub kind: Option<String>,
+    /// How long the trace ran (0 when the profile does not say).
+    #[serde(default)]
+    pub duration_ns: u64,
     pub files: Vec<ProfileFile>,
 }
 
@@ -28,6 +31,16 @@ pub struct ProfileFile {
     pub dev: Option<String>,
     #[serde(default)]
     pub ino: Option<u64>,
+    /// The file's size when traced, its read and write calls and the bytes they moved
+    /// (what advise weighs each range's accesses with).
+    #[serde(default)]
+    pub size: u64,
+    #[serde(default)]
+    pub reads: u64,
+    #[serde(default)]
+    pub writes: u64,
+    #[serde(default)]
+    pub bytes_read: u64,
     pub ranges: Vec<ProfileRange>,
 }
 
@@ -269,12 +282,9 @@ pub(crate) fn plan_files(files: &[FileEntry], mode: &Mode, request_size: u64) ->
         .collect()
 }
 
-/// The profile's hottest ranges (top `hot_pct` percent by access count), per file index.
-fn hot_ranges(
-    files: &[FileEntry],
-    profile: &Profile,
-    hot_pct: f64,
-) -> HashMap<usize, Vec<ProfileRange>> {
+/// For each of the profile's files, the index of the scanned file it is (by device and
+/// inode, else by path); None for one that was not scanned.
+pub(crate) fn match_profile(files: &[FileEntry], profile: &Profile) -> Vec<Option<usize>> {
     let by_id: HashMap<(String, u64), usize> = files
         .iter()
         .enumerate()
@@ -285,13 +295,27 @@ fn hot_ranges(
         .enumerate()
         .map(|(i, f)| (f.file.path.as_path(), i))
         .collect();
+    profile
+        .files
+        .iter()
+        .map(|pf| {
+            match (&pf.dev, pf.ino) {
+                (Some(d), Some(ino)) => by_id.get(&(d.clone(), ino)).copied(),
+                _ => None,
+            }
+            .or_else(|| by_path.get(pf.path.as_path()).copied())
+        })
+        .collect()
+}
+
+/// The profile's hottest ranges (top `hot_pct` percent by access count), per file index.
+fn hot_ranges(
+    files: &[FileEntry],
+    profile: &Profile,
+    hot_pct: f64,
+) -> HashMap<usize, Vec<ProfileRange>> {
     let mut all: Vec<(usize, ProfileRange)> = Vec::new();
-    for pf in &profile.files {
-        let idx = match (&pf.dev, pf.ino) {
-            (Some(d), Some(ino)) => by_id.get(&(d.clone(), ino)).copied(),
-            _ => None,
-        }
-        .or_else(|| by_path.get(pf.path.as_path()).copied());
+    for (pf, idx) in profile.files.iter().zip(match_profile(files, profile)) {
         if let Some(i) = idx {
             all.extend(pf.ranges.iter().map(|r| (i, *r)));
         }

@@ -29,26 +29,7 @@ pub struct LayoutPrediction {
     pub split_each: Vec<u64>,
 }
 
-/// A `--model` spec: an SSD preset (`ssd::params::PRESETS`, `g,S`) or the disk model
-/// (`hdd`, `hdd@OFFSET`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum DeviceModel {
-    Ssd(fragkit_core::ssd::Params),
-    Hdd(fragkit_core::hdd::Params),
-}
-
-impl DeviceModel {
-    /// `hdd…` is the disk model; anything else an SSD spec. One-line errors.
-    pub fn parse(spec: &str) -> anyhow::Result<DeviceModel> {
-        if spec.trim().to_ascii_lowercase().starts_with("hdd") {
-            return Ok(DeviceModel::Hdd(fragkit_core::hdd::Params::parse(spec)?));
-        }
-        let p = fragkit_core::ssd::Params::parse(spec)
-            .map_err(|e| anyhow::anyhow!("{e}; or hdd / hdd@OFFSET for the disk model"))?;
-        p.validate()?;
-        Ok(DeviceModel::Ssd(p))
-    }
-}
+pub use fragkit_core::device::DeviceModel;
 
 /// A file's extents and the (offset, length) requests of one iteration.
 type FileRequests = (Vec<fragkit_sys::fiemap::Extent>, Vec<(u64, u64)>);

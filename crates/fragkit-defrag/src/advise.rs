@@ -1,0 +1,763 @@
+//! What fragmentation costs each file on a modeled device, and the cheapest fix.
+//!
+//! For every file the reads it serves (one sequential read of the whole file, or the
+//! accesses of a trace profile) are priced on the device model for four layouts of its
+//! data, all built from its FIEMAP:
+//! - **now**: the extents as they are;
+//! - **contiguous**: the data back to back from where it starts now (the floor);
+//! - **split only** (SSD): the same pieces, each moved by a whole number of stripes S so
+//!   its chunks land on the dies a contiguous file's would. Requests still split where the
+//!   pieces end but no two chunks of a request collide on a die: the difference to *now*
+//!   is what die collisions cost (FAST'24), the rest of the excess what split requests cost
+//!   (FragPicker). It is also what allocating in whole, stripe-aligned stripes gives.
+//! - **after** each defrag mode (pick, bypass, full): the planner's ranges (the same plan
+//!   `fragkit defrag` makes) each joined into one piece at the address the contiguous
+//!   layout gives its first byte; the rest as it is.
+//!
+//! A fix's cost is the modeled time of its own reads and writes; it is recommended when the
+//! time it saves over `reads` repetitions of the priced accesses exceeds that cost, and of
+//! those the one that saves the most net time wins (ties: fewer bytes written).
+//!
+//! Not modeled: where the file system will really put the moved data (a moved range's
+//! address is assumed, see above), metadata and journal writes, the page cache (every
+//! access goes to the device), and queue depths above 1.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::plan::{self, FilePlan, Mode, Profile};
+use fragkit_core::device::{DeviceModel, ReadCost};
+use fragkit_core::layout::model::Fragment;
+use fragkit_core::scan::FileEntry;
+use fragkit_core::ssd::params::ParamError;
+use fragkit_sys::fiemap::Extent;
+
+/// What advise needs to know.
+#[derive(Debug, Clone)]
+pub struct AdviseOptions {
+    pub device: DeviceModel,
+    /// R: the application's request size (one request per R-window when contiguous).
+    pub request_size: u64,
+    /// The accesses to price; None: one sequential read of each whole file.
+    pub profile: Option<Profile>,
+    /// Pick mode's share of the profile's hottest ranges.
+    pub hot_pct: f64,
+    /// How many more times the priced accesses will happen before the files change: a fix
+    /// pays for itself when it saves more than its own I/O over this many.
+    pub reads: u64,
+}
+
+/// A way to fix a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fix {
+    Pick,
+    Bypass,
+    Full,
+    /// Moving data does not pay (or the file keeps growing): change how it is written.
+    Prevent,
+    None,
+}
+
+impl Fix {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fix::Pick => "pick",
+            Fix::Bypass => "bypass",
+            Fix::Full => "full",
+            Fix::Prevent => "prevent",
+            Fix::None => "none",
+        }
+    }
+
+    /// The defrag mode that carries out this fix.
+    pub fn mode(self, opts: &AdviseOptions) -> Option<Mode> {
+        match self {
+            Fix::Pick => opts.profile.clone().map(|profile| Mode::Pick {
+                profile,
+                hot_pct: opts.hot_pct,
+            }),
+            Fix::Bypass => Some(Mode::Bypass),
+            Fix::Full => Some(Mode::Full),
+            Fix::Prevent | Fix::None => None,
+        }
+    }
+}
+
+/// One defrag mode priced on one file.
+#[derive(Debug, Clone, Serialize)]
+pub struct FixOption {
+    pub fix: Fix,
+    /// Ranges the planner would move and their bytes (what the device would be written).
+    pub ranges: u64,
+    pub bytes: u64,
+    /// Modeled time of the priced accesses after the move, and what it saves.
+    pub after_ns: u64,
+    pub saves_ns: u64,
+    /// Modeled time of the move's own reads and writes.
+    pub move_ns: u64,
+    /// Repetitions of the priced accesses the move needs to pay for itself (None: it
+    /// saves nothing).
+    pub payback_reads: Option<f64>,
+    /// The ranges (offset, length) the planner would move.
+    #[serde(skip)]
+    pub planned: Vec<(u64, u64)>,
+}
+
+/// The file's advice.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileAdvice {
+    #[serde(flatten, serialize_with = "fragkit_core::units::path_fields")]
+    pub path: std::path::PathBuf,
+    pub size: u64,
+    pub fragments: u64,
+    /// "sequential" (one whole read) or "profile".
+    pub access: &'static str,
+    /// Bytes the priced accesses read, and this file's share of all files' (the profile's
+    /// hot share; without a profile, the file's share of the bytes).
+    pub read_bytes: u64,
+    pub read_share: f64,
+    /// Modeled time of the priced accesses now and with the data contiguous.
+    pub now: ReadCost,
+    pub contiguous_ns: u64,
+    /// now − contiguous, split into what split requests and what die collisions cost (on a
+    /// disk: all of it is seeks and rotation, given in `split_ns`).
+    pub excess_ns: u64,
+    pub split_ns: u64,
+    pub collision_ns: u64,
+    /// Each defrag mode priced (pick only with a profile).
+    pub options: Vec<FixOption>,
+    /// Modeled time if the file were written so that no two of its chunks collide (SSD:
+    /// whole stripes, aligned; disk: preallocated in one piece).
+    pub prevented_ns: u64,
+    /// The recommendation and why.
+    pub fix: Fix,
+    pub why: String,
+}
+
+impl FileAdvice {
+    /// The chosen option (None for prevent / none).
+    pub fn chosen(&self) -> Option<&FixOption> {
+        self.options.iter().find(|o| o.fix == self.fix)
+    }
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Advice {
+    pub version: u32,
+    pub device: String,
+    /// S on an SSD (bytes), absent on a disk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stripe_bytes: Option<u64>,
+    pub request_size: u64,
+    pub access: &'static str,
+    pub reads: u64,
+    /// Most excess first.
+    pub files: Vec<FileAdvice>,
+    pub totals: Totals,
+    /// The answer in words.
+    pub answer: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    pub files: u64,
+    pub now_ns: u64,
+    pub contiguous_ns: u64,
+    pub excess_ns: u64,
+    pub split_ns: u64,
+    pub collision_ns: u64,
+    /// Files whose advice is to move data, their share of the excess, the bytes the moves
+    /// write, and the modeled time they save.
+    pub files_to_move: u64,
+    pub excess_share_to_move: f64,
+    pub bytes_to_move: u64,
+    pub saves_ns: u64,
+    pub files_to_prevent: u64,
+    pub files_left: u64,
+}
+
+/// (file offset, length, weight): a span read `weight` times in R-sized requests.
+type Span = (u64, u64, f64);
+
+/// The spans each file's priced accesses read.
+fn spans(files: &[FileEntry], profile: Option<&Profile>) -> Vec<Vec<Span>> {
+    let Some(profile) = profile else {
+        return files
+            .iter()
+            .map(|f| {
+                let bs = u64::from(f.file.layout.block_size.max(1));
+                let end = f.file.layout.size.div_ceil(bs) * bs;
+                vec![(0, end, 1.0)]
+            })
+            .collect();
+    };
+    let mut out = vec![Vec::new(); files.len()];
+    for (pf, idx) in profile
+        .files
+        .iter()
+        .zip(plan::match_profile(files, profile))
+    {
+        let Some(i) = idx else { continue };
+        // The bytes each read call moved on average: a range read n times is read
+        // n × min(avg, length) / length times over.
+        let avg = pf.bytes_read.checked_div(pf.reads);
+        for r in pf.ranges.iter().filter(|r| r.reads > 0 && r.length > 0) {
+            let per = avg.map_or(r.length, |a| a.clamp(1, r.length));
+            let weight = r.reads as f64 * per as f64 / r.length as f64;
+            out[i].push((r.offset, r.length, weight));
+        }
+    }
+    out
+}
+
+/// Whether the profile saw the file grow (a write reaching its traced end): moving such a
+/// file is undone by its next appends.
+fn appended(files: &[FileEntry], profile: Option<&Profile>) -> Vec<bool> {
+    let mut out = vec![false; files.len()];
+    if let Some(profile) = profile {
+        for (pf, idx) in profile
+            .files
+            .iter()
+            .zip(plan::match_profile(files, profile))
+        {
+            if let Some(i) = idx {
+                out[i] |= pf.size > 0
+                    && pf
+                        .ranges
+                        .iter()
+                        .any(|r| r.writes > 0 && r.offset.saturating_add(r.length) >= pf.size);
+            }
+        }
+    }
+    out
+}
+
+/// The R-sized requests of a span.
+fn requests(offset: u64, length: u64, r: u64) -> Vec<(u64, u64)> {
+    let end = offset.saturating_add(length);
+    let step = usize::try_from(r.max(4096)).unwrap_or(usize::MAX);
+    (offset..end)
+        .step_by(step)
+        .map(|o| (o, (r.max(4096)).min(end - o)))
+        .collect()
+}
+
+/// Modeled time of `spans` on `extents`, their weights applied (rounded to ns at the end).
+fn priced(
+    d: &DeviceModel,
+    extents: &[Extent],
+    spans: &[Span],
+    r: u64,
+) -> Result<ReadCost, ParamError> {
+    let (mut t, mut n, mut c, mut s) = (0.0, 0.0, 0.0, 0.0);
+    for &(o, l, w) in spans {
+        let x = d.read_cost(extents, &requests(o, l, r))?;
+        t += w * x.time_ns as f64;
+        n += w * x.device_reads as f64;
+        c += w * x.collisions as f64;
+        s += w * x.seeks as f64;
+    }
+    Ok(ReadCost {
+        time_ns: t.round() as u64,
+        device_reads: n.round() as u64,
+        collisions: c.round() as u64,
+        seeks: s.round() as u64,
+    })
+}
+
+fn plain(runs: &[Fragment]) -> Vec<Extent> {
+    runs.iter()
+        .map(|r| Extent::plain(r.logical, r.physical, r.length))
+        .collect()
+}
+
+/// The data runs back to back from the first one's address.
+fn contiguous(runs: &[Fragment]) -> Vec<Fragment> {
+    let mut next = runs.first().map_or(0, |r| r.physical);
+    runs.iter()
+        .map(|r| {
+            let f = Fragment {
+                physical: next,
+                ..*r
+            };
+            next += r.length;
+            f
+        })
+        .collect()
+}
+
+/// Each run moved by k whole stripes (k its index) from its contiguous address: the same
+/// pieces, each byte on the die a contiguous file's would be.
+fn split_only(runs: &[Fragment], stripe: u64) -> Vec<Fragment> {
+    contiguous(runs)
+        .into_iter()
+        .enumerate()
+        .map(|(k, r)| Fragment {
+            physical: r.physical + k as u64 * stripe,
+            ..r
+        })
+        .collect()
+}
+
+/// The runs after the `moved` ranges (sorted, disjoint) are each joined into one piece at
+/// the address the contiguous layout gives their first byte.
+pub fn after_move(runs: &[Fragment], moved: &[(u64, u64)]) -> Vec<Fragment> {
+    let contiguous = contiguous(runs);
+    let address_of = |off: u64| {
+        contiguous
+            .iter()
+            .find(|r| r.logical <= off && off < r.logical_end())
+            .map_or(0, |r| r.physical + (off - r.logical))
+    };
+    let mut out: Vec<Fragment> = Vec::new();
+    // Parts of runs outside every moved range stay where they are.
+    for r in runs {
+        let mut pieces = vec![(r.logical, r.logical_end())];
+        for &(s, l) in moved {
+            let e = s.saturating_add(l);
+            pieces = pieces
+                .into_iter()
+                .flat_map(|(a, b)| {
+                    if e <= a || s >= b {
+                        vec![(a, b)]
+                    } else {
+                        [(a, s.max(a)), (e.min(b), b)]
+                            .into_iter()
+                            .filter(|(x, y)| y > x)
+                            .collect()
+                    }
+                })
+                .collect();
+        }
+        for (a, b) in pieces {
+            out.push(Fragment {
+                logical: a,
+                physical: r.physical + (a - r.logical),
+                length: b - a,
+                extents: 1,
+            });
+        }
+    }
+    for &(s, l) in moved {
+        out.push(Fragment {
+            logical: s,
+            physical: address_of(s),
+            length: l,
+            extents: 1,
+        });
+    }
+    out.sort_by_key(|r| r.logical);
+    out
+}
+
+/// Price each file and recommend a fix.
+pub fn advise(files: &[FileEntry], opts: &AdviseOptions) -> Result<Advice, ParamError> {
+    let d = &opts.device;
+    let r = opts.request_size;
+    let spans = spans(files, opts.profile.as_ref());
+    let appended = appended(files, opts.profile.as_ref());
+    let mut modes = vec![(Fix::Bypass, Mode::Bypass), (Fix::Full, Mode::Full)];
+    if let Some(m) = Fix::Pick.mode(opts) {
+        modes.insert(0, (Fix::Pick, m));
+    }
+    let plans: Vec<(Fix, Vec<FilePlan>)> = modes
+        .iter()
+        .map(|(fix, m)| (*fix, plan::plan_files(files, m, r)))
+        .collect();
+    let total_read: f64 = spans.iter().flatten().map(|&(_, l, w)| l as f64 * w).sum();
+    let mut out = Vec::with_capacity(files.len());
+    for (i, f) in files.iter().enumerate() {
+        let runs = f.file.layout.data_runs();
+        let sp = &spans[i];
+        let now = priced(d, &f.file.layout.extents, sp, r)?;
+        let contiguous_ns = priced(d, &plain(&contiguous(&runs)), sp, r)?.time_ns;
+        let excess_ns = now.time_ns.saturating_sub(contiguous_ns);
+        let (split_ns, collision_ns, prevented_ns) = match d.stripe_bytes() {
+            Some(stripe) => {
+                let split = priced(d, &plain(&split_only(&runs, stripe)), sp, r)?.time_ns;
+                let split_ns = split.saturating_sub(contiguous_ns).min(excess_ns);
+                (split_ns, excess_ns - split_ns, split.min(now.time_ns))
+            }
+            None => (excess_ns, 0, contiguous_ns),
+        };
+        let mut options = Vec::new();
+        for (fix, p) in &plans {
+            let plan = &p[i];
+            let planned: Vec<(u64, u64)> =
+                plan.ranges.iter().map(|x| (x.offset, x.length)).collect();
+            let bytes = plan.bytes();
+            let after_ns = if planned.is_empty() {
+                now.time_ns
+            } else {
+                priced(d, &plain(&after_move(&runs, &planned)), sp, r)?.time_ns
+            };
+            let saves_ns = now.time_ns.saturating_sub(after_ns);
+            // The move reads its ranges where they are and writes them in one piece.
+            let mut move_ns = 0;
+            for &(o, l) in &planned {
+                move_ns += d
+                    .read_cost(&f.file.layout.extents, &requests(o, l, r))?
+                    .time_ns;
+            }
+            let at = runs.first().map_or(0, |x| x.physical);
+            move_ns += d.write_ns(at, bytes, r)?;
+            options.push(FixOption {
+                fix: *fix,
+                ranges: planned.len() as u64,
+                bytes,
+                after_ns,
+                saves_ns,
+                move_ns,
+                payback_reads: (saves_ns > 0).then(|| move_ns as f64 / saves_ns as f64),
+                planned,
+            });
+        }
+        let (fix, why) = choose(
+            &options,
+            opts.reads,
+            excess_ns,
+            collision_ns,
+            appended[i],
+            sp,
+        );
+        let read_bytes: f64 = sp.iter().map(|&(_, l, w)| l as f64 * w).sum();
+        out.push(FileAdvice {
+            path: f.file.path.clone(),
+            size: f.file.layout.size,
+            fragments: f.metrics.fragments,
+            access: if opts.profile.is_some() {
+                "profile"
+            } else {
+                "sequential"
+            },
+            read_bytes: read_bytes.round() as u64,
+            read_share: if total_read > 0.0 {
+                read_bytes / total_read
+            } else {
+                0.0
+            },
+            now,
+            contiguous_ns,
+            excess_ns,
+            split_ns,
+            collision_ns,
+            options,
+            prevented_ns,
+            fix,
+            why,
+        });
+    }
+    out.sort_by(|a, b| {
+        b.excess_ns.cmp(&a.excess_ns).then_with(|| {
+            use std::os::unix::ffi::OsStrExt;
+            a.path
+                .as_os_str()
+                .as_bytes()
+                .cmp(b.path.as_os_str().as_bytes())
+        })
+    });
+    let totals = totals(&out);
+    let answer = answer(&out, &totals, opts);
+    Ok(Advice {
+        version: 1,
+        device: d.name().to_string(),
+        stripe_bytes: d.stripe_bytes(),
+        request_size: r,
+        access: if opts.profile.is_some() {
+            "profile"
+        } else {
+            "sequential"
+        },
+        reads: opts.reads,
+        files: out,
+        totals,
+        answer,
+    })
+}
+
+/// The fix that saves the most net modeled time over `reads` repetitions (ties: fewer
+/// bytes); prevention where the file keeps growing or no move pays but collisions cost.
+fn choose(
+    options: &[FixOption],
+    reads: u64,
+    excess_ns: u64,
+    collision_ns: u64,
+    appended: bool,
+    spans: &[Span],
+) -> (Fix, String) {
+    if spans.is_empty() {
+        return (Fix::None, "not read in the profile".into());
+    }
+    if excess_ns == 0 {
+        return (Fix::None, "reads as fast as contiguous".into());
+    }
+    if appended {
+        return (
+            Fix::Prevent,
+            "appended while traced: a move is undone by the next appends".into(),
+        );
+    }
+    let net = |o: &FixOption| reads as f64 * o.saves_ns as f64 - o.move_ns as f64;
+    // Most net time saved; on a tie fewer bytes, then the lighter mode (options come
+    // lightest first: pick, bypass, full).
+    let best = options
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.saves_ns > 0 && net(o) > 0.0)
+        .max_by(|(i, a), (j, b)| {
+            net(a)
+                .total_cmp(&net(b))
+                .then_with(|| b.bytes.cmp(&a.bytes))
+                .then_with(|| j.cmp(i))
+        })
+        .map(|(_, o)| o);
+    match best {
+        Some(o) => (
+            o.fix,
+            format!(
+                "pays for its own I/O after {:.1} reads",
+                o.payback_reads.unwrap_or(f64::INFINITY)
+            ),
+        ),
+        None if collision_ns > 0 => (
+            Fix::Prevent,
+            format!("no move pays within {reads} reads; die collisions are most of what is left"),
+        ),
+        None => (
+            Fix::None,
+            format!("no move pays for its own I/O within {reads} reads"),
+        ),
+    }
+}
+
+fn totals(files: &[FileAdvice]) -> Totals {
+    let mut t = Totals {
+        files: files.len() as u64,
+        ..Totals::default()
+    };
+    let mut moved_excess = 0u64;
+    for f in files {
+        t.now_ns += f.now.time_ns;
+        t.contiguous_ns += f.contiguous_ns;
+        t.excess_ns += f.excess_ns;
+        t.split_ns += f.split_ns;
+        t.collision_ns += f.collision_ns;
+        match (f.fix, f.chosen()) {
+            (_, Some(o)) => {
+                t.files_to_move += 1;
+                moved_excess += f.excess_ns;
+                t.bytes_to_move += o.bytes;
+                t.saves_ns += o.saves_ns;
+            }
+            (Fix::Prevent, _) => t.files_to_prevent += 1,
+            _ => t.files_left += 1,
+        }
+    }
+    t.excess_share_to_move = if t.excess_ns > 0 {
+        moved_excess as f64 / t.excess_ns as f64
+    } else {
+        0.0
+    };
+    t
+}
+
+/// IEC bytes for the answer's prose.
+fn bytes(b: u64) -> String {
+    fragkit_core::units::HumanBytes(b).to_string()
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.1} ms", ns as f64 / 1e6)
+}
+
+/// The one-paragraph answer.
+fn answer(files: &[FileAdvice], t: &Totals, opts: &AdviseOptions) -> String {
+    if t.excess_ns == 0 {
+        return format!(
+            "None of the {} files costs anything for its layout on {}: every priced read is as fast as contiguous. Nothing to do.",
+            t.files,
+            opts.device.name()
+        );
+    }
+    let mut s = format!(
+        "Fragmentation adds {} ({:.0}%) to {} of modeled reads on {}: {:.0}% from split requests, {:.0}% from {}. ",
+        ms(t.excess_ns),
+        100.0 * t.excess_ns as f64 / t.contiguous_ns.max(1) as f64,
+        ms(t.contiguous_ns),
+        opts.device.name(),
+        100.0 * t.split_ns as f64 / t.excess_ns as f64,
+        100.0 * t.collision_ns as f64 / t.excess_ns as f64,
+        if opts.device.stripe_bytes().is_some() {
+            "die collisions"
+        } else {
+            "nothing else (on a disk it is all seeks and rotation)"
+        },
+    );
+    if t.files_to_move > 0 {
+        let mut by_fix: HashMap<Fix, (u64, u64)> = HashMap::new();
+        for f in files {
+            if let Some(o) = f.chosen() {
+                let e = by_fix.entry(f.fix).or_default();
+                e.0 += 1;
+                e.1 += o.bytes;
+            }
+        }
+        let mut modes: Vec<_> = by_fix.into_iter().collect();
+        modes.sort();
+        let how: Vec<String> = modes
+            .iter()
+            .map(|(fix, (n, b))| {
+                let profile = if *fix == Fix::Pick {
+                    " --profile FILE"
+                } else {
+                    ""
+                };
+                if modes.len() == 1 {
+                    format!("`fragkit defrag --mode {}{profile}`", fix.name())
+                } else {
+                    format!(
+                        "`fragkit defrag --mode {}{profile}` on {n} file{} ({})",
+                        fix.name(),
+                        if *n == 1 { "" } else { "s" },
+                        bytes(*b)
+                    )
+                }
+            })
+            .collect();
+        s += &format!(
+            "{} file{} cause {:.0}% of the excess; {} would write {} and cut modeled read time by {:.0}% (`fragkit advise --apply` runs {}). ",
+            t.files_to_move,
+            if t.files_to_move == 1 { "" } else { "s" },
+            100.0 * t.excess_share_to_move,
+            how.join(", "),
+            bytes(t.bytes_to_move),
+            100.0 * t.saves_ns as f64 / t.now_ns.max(1) as f64,
+            if modes.len() == 1 { "it" } else { "them" },
+        );
+    }
+    if t.files_to_prevent > 0 {
+        s += &format!(
+            "{} file{} {} better prevented than moved (see prevention below). ",
+            t.files_to_prevent,
+            if t.files_to_prevent == 1 { "" } else { "s" },
+            if t.files_to_prevent == 1 { "is" } else { "are" },
+        );
+    }
+    let left = files
+        .iter()
+        .filter(|f| f.fix == Fix::None && f.excess_ns > 0)
+        .count();
+    if left > 0 {
+        s += &format!(
+            "The rest ({left} file{} with some excess) is not worth moving within {} reads.",
+            if left == 1 { "" } else { "s" },
+            opts.reads
+        );
+    }
+    s.trim_end().to_string()
+}
+
+/// Prevention advice for the device: how to write files so their chunks do not collide,
+/// with the modeled effect over the files advised to prevent.
+pub fn prevention(advice: &Advice) -> Vec<String> {
+    let prevent: Vec<&FileAdvice> = advice
+        .files
+        .iter()
+        .filter(|f| f.fix == Fix::Prevent)
+        .collect();
+    let now: u64 = prevent.iter().map(|f| f.now.time_ns).sum();
+    let after: u64 = prevent.iter().map(|f| f.prevented_ns).sum();
+    let mut out = Vec::new();
+    match advice.stripe_bytes {
+        Some(s) => {
+            out.push(format!(
+                "Allocate in whole stripes: extents that start on a multiple of S = {} and are multiples of it put consecutive chunks on consecutive dies (ext4/any: `fallocate -l` the expected size in multiples of S before writing; xfs: `xfs_io -c 'extsize {}'` on the directory).",
+                bytes(s),
+                s
+            ));
+            if !prevent.is_empty() {
+                out.push(format!(
+                    "Modeled effect on the {} file{} advised to prevent: {} → {} ({:.0}% less).",
+                    prevent.len(),
+                    if prevent.len() == 1 { "" } else { "s" },
+                    ms(now),
+                    ms(after),
+                    100.0 * (now - after.min(now)) as f64 / now.max(1) as f64
+                ));
+            }
+            out.push("Keep the journal off the data device (mke2fs -J device=…): metadata writes between data writes shift later chunks off stripe alignment (FAST'24's artifact ran with an external journal). Not modeled.".into());
+        }
+        None => {
+            out.push("Preallocate each file's final size (`fallocate -l SIZE`) before writing it: one piece, no seeks between its parts.".into());
+            if !prevent.is_empty() {
+                out.push(format!(
+                    "Modeled effect on the {} file{} advised to prevent: {} → {}.",
+                    prevent.len(),
+                    if prevent.len() == 1 { "" } else { "s" },
+                    ms(now),
+                    ms(after)
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K: u64 = 1024;
+
+    fn run(l: u64, p: u64, n: u64) -> Fragment {
+        Fragment {
+            logical: l,
+            physical: p,
+            length: n,
+            extents: 1,
+        }
+    }
+
+    #[test]
+    fn after_move_joins_the_moved_range_and_keeps_the_rest() {
+        let runs = [
+            run(0, 1 << 20, 64 * K),
+            run(64 * K, 8 << 20, 64 * K),
+            run(128 * K, 4 << 20, 128 * K),
+        ];
+        let after = after_move(&runs, &[(32 * K, 64 * K)]);
+        assert_eq!(
+            after,
+            vec![
+                run(0, 1 << 20, 32 * K),
+                run(32 * K, (1 << 20) + 32 * K, 64 * K),
+                run(96 * K, (8 << 20) + 32 * K, 32 * K),
+                run(128 * K, 4 << 20, 128 * K),
+            ]
+        );
+        // Moving everything is the contiguous layout.
+        let all = after_move(&runs, &[(0, 256 * K)]);
+        assert_eq!(all, vec![run(0, 1 << 20, 256 * K)]);
+    }
+
+    /// Split-only keeps every piece's die (address mod S) equal to the contiguous one's
+    /// and never joins two pieces.
+    #[test]
+    fn split_only_keeps_dies_and_splits() {
+        let s = 256 * K;
+        let runs: Vec<Fragment> = (0..8)
+            .map(|i| run(i * 32 * K, (1 << 30) + i * s, 32 * K))
+            .collect();
+        let c = contiguous(&runs);
+        let so = split_only(&runs, s);
+        for (a, b) in c.iter().zip(&so) {
+            assert_eq!(a.physical % s, b.physical % s);
+        }
+        for w in so.windows(2) {
+            assert_ne!(w[0].physical + w[0].length, w[1].physical);
+        }
+    }
+}
