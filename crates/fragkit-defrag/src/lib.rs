@@ -861,6 +861,11 @@ fn move_ranges(
     let mut results = Vec::new();
     let mut checks = Vec::new();
     let mut file_moved = 0u64;
+    // Pages an application read sit in large folios; the migration's own readahead would
+    // find them cached and leave them so (see verify::drop_clean_pages).
+    for r in &plan.ranges {
+        ctx.sums.drop_clean_pages(r.offset, r.length);
+    }
     for (i, r) in plan.ranges.iter().enumerate() {
         // Interrupted: listed, not started, and no readahead for ranges that never will be.
         if sh.interrupted() {

@@ -127,6 +127,20 @@ impl<'a> Sums<'a> {
         self.reads.get()
     }
 
+    /// Drop the clean cached pages of [offset, offset+length) before its readahead, so the
+    /// range comes back in order-0 folios. An application's buffered reads leave large
+    /// folios (page_cache_sync_ra), and MOVE_EXT of a range held in them wrote 3.4× the
+    /// bytes moved (111 MB for 32 MiB, bypass on a file read with `cat` first; 32.9 MB
+    /// after dropping them; /sys/block/DEV/stat, ext4, kernel 6.18). Costs one device read
+    /// of pages that were cached; they are cached again after the move. Dirty pages stay
+    /// (the kernel only starts their writeback). Nothing is dropped for a range with no
+    /// page cached (cachestat).
+    pub(crate) fn drop_clean_pages(&self, offset: u64, length: u64) {
+        if cached_pages(self.file, offset, length).is_none_or(|c| c > 0) {
+            advise(self.file, offset, length, Advice::DontNeed);
+        }
+    }
+
     /// Readahead of [offset, offset+length) for a migration that is not verified.
     pub(crate) fn prefetch(&self, offset: u64, length: u64) {
         prefetch(self.file, offset, length, self.window);
