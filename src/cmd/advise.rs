@@ -66,6 +66,10 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
         device,
         request_size: args.io_size,
         profile,
+        profile_label: match &args.profile {
+            Some(p) => fragkit_sys::console::printable(&p.to_string_lossy()).into_owned(),
+            None => "FILE (record one with `fragkit trace -o FILE`)".into(),
+        },
         hot_pct: args.hot_pct,
         reads: args.reads,
     };

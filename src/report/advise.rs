@@ -72,7 +72,7 @@ pub(crate) fn write_table(w: &mut dyn Write, a: &Advice, top: usize) -> io::Resu
         let (split, other) = if a.stripe_bytes.is_some() {
             ("SPLIT", "COLLIDE")
         } else {
-            ("SEEKS", "-")
+            ("SEEKS", "")
         };
         writeln!(w)?;
         writeln!(
@@ -100,11 +100,16 @@ pub(crate) fn write_table(w: &mut dyn Write, a: &Advice, top: usize) -> io::Resu
                 ms(f.now.time_ns),
                 ms(f.contiguous_ns),
                 ms(f.excess_ns),
-                pct(f.split_ns, f.excess_ns),
+                // On a disk: the seeks themselves (all of the excess is theirs).
+                if a.stripe_bytes.is_some() {
+                    pct(f.split_ns, f.excess_ns)
+                } else {
+                    f.now.seeks.to_string()
+                },
                 if a.stripe_bytes.is_some() {
                     pct(f.collision_ns, f.excess_ns)
                 } else {
-                    "-".into()
+                    String::new()
                 },
                 format!("{:.0}%", 100.0 * f.read_share),
                 f.fragments,

@@ -9,6 +9,7 @@
 #[path = "../shared/mod.rs"]
 mod common;
 
+mod advise;
 mod age_layout;
 mod age_paf;
 mod age_workloads;

@@ -41,6 +41,8 @@ pub struct AdviseOptions {
     pub request_size: u64,
     /// The accesses to price; None: one sequential read of each whole file.
     pub profile: Option<Profile>,
+    /// How the answer names the profile (`--profile FILE`'s path).
+    pub profile_label: String,
     /// Pick mode's share of the profile's hottest ranges.
     pub hot_pct: f64,
     /// How many more times the priced accesses will happen before the files change: a fix
@@ -582,20 +584,22 @@ fn answer(files: &[FileAdvice], t: &Totals, opts: &AdviseOptions) -> String {
             opts.device.name()
         );
     }
-    let mut s = format!(
-        "Fragmentation adds {} ({:.0}%) to {} of modeled reads on {}: {:.0}% from split requests, {:.0}% from {}. ",
+    let head = format!(
+        "Fragmentation adds {} ({:.0}%) to {} of modeled reads on {}",
         ms(t.excess_ns),
         100.0 * t.excess_ns as f64 / t.contiguous_ns.max(1) as f64,
         ms(t.contiguous_ns),
         opts.device.name(),
-        100.0 * t.split_ns as f64 / t.excess_ns as f64,
-        100.0 * t.collision_ns as f64 / t.excess_ns as f64,
-        if opts.device.stripe_bytes().is_some() {
-            "die collisions"
-        } else {
-            "nothing else (on a disk it is all seeks and rotation)"
-        },
     );
+    let mut s = if opts.device.stripe_bytes().is_some() {
+        format!(
+            "{head}: {:.0}% from split requests, {:.0}% from die collisions. ",
+            100.0 * t.split_ns as f64 / t.excess_ns as f64,
+            100.0 * t.collision_ns as f64 / t.excess_ns as f64,
+        )
+    } else {
+        format!("{head}, all of it seeks and rotational waits between pieces. ")
+    };
     if t.files_to_move > 0 {
         let mut by_fix: HashMap<Fix, (u64, u64)> = HashMap::new();
         for f in files {
@@ -611,9 +615,9 @@ fn answer(files: &[FileAdvice], t: &Totals, opts: &AdviseOptions) -> String {
             .iter()
             .map(|(fix, (n, b))| {
                 let profile = if *fix == Fix::Pick {
-                    " --profile FILE"
+                    format!(" --profile {}", opts.profile_label)
                 } else {
-                    ""
+                    String::new()
                 };
                 if modes.len() == 1 {
                     format!("`fragkit defrag --mode {}{profile}`", fix.name())
@@ -628,9 +632,9 @@ fn answer(files: &[FileAdvice], t: &Totals, opts: &AdviseOptions) -> String {
             })
             .collect();
         s += &format!(
-            "{} file{} cause {:.0}% of the excess; {} would write {} and cut modeled read time by {:.0}% (`fragkit advise --apply` runs {}). ",
+            "{} file{} {:.0}% of the excess; {} would write {} and cut modeled read time by {:.0}% (`fragkit advise --apply` runs {}). ",
             t.files_to_move,
-            if t.files_to_move == 1 { "" } else { "s" },
+            if t.files_to_move == 1 { " causes" } else { "s cause" },
             100.0 * t.excess_share_to_move,
             how.join(", "),
             bytes(t.bytes_to_move),
