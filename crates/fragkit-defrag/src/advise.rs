@@ -417,14 +417,25 @@ pub fn advise(files: &[FileEntry], opts: &AdviseOptions) -> Result<Advice, Param
                 planned,
             });
         }
-        let (fix, why) = choose(
-            &options,
-            opts.reads,
-            excess_ns,
-            collision_ns,
-            appended[i],
-            sp,
-        );
+        let (fix, why) = if f.metrics.shared_bytes > 0 && excess_ns > 0 {
+            // defrag leaves shared extents alone unless told to break the sharing.
+            (
+                Fix::None,
+                format!(
+                    "{} of its data is shared (reflinks or snapshots): defrag skips it unless --unshare, which uses that much space again",
+                    bytes(f.metrics.shared_bytes)
+                ),
+            )
+        } else {
+            choose(
+                &options,
+                opts.reads,
+                excess_ns,
+                collision_ns,
+                appended[i],
+                sp,
+            )
+        };
         let read_bytes: f64 = sp.iter().map(|&(_, l, w)| l as f64 * w).sum();
         out.push(FileAdvice {
             path: f.file.path.clone(),
