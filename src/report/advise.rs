@@ -52,8 +52,9 @@ pub(crate) fn write_table(w: &mut dyn Write, a: &Advice, top: usize) -> io::Resu
         .map_or(String::new(), |s| format!(" (S = {})", HumanBytes(s)));
     writeln!(
         w,
-        "advise: {} files on {}{stripe}, R = {}, priced: {access}; a fix must pay for its own I/O within {} such reads",
+        "advise: {} file{} on {}{stripe}, R = {}, priced: {access}; a fix must pay for its own I/O within {} such reads",
         a.totals.files,
+        if a.totals.files == 1 { "" } else { "s" },
         a.device,
         HumanBytes(a.request_size),
         a.reads
