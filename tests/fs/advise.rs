@@ -167,3 +167,53 @@ fn apply_needs_root_and_a_bad_device_is_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--device warp9"), "{err}");
 }
+
+/// `--trace-for` records the accesses itself: a reader named `advreader` reads the first
+/// 4 MiB of the file over and over with O_DIRECT; the advice prices that profile and picks.
+#[test]
+fn trace_for_records_the_profile_it_prices() {
+    let s = scratch(FsType::Ext4, 512 << 20, &["-m", "0"]);
+    let m = s.mountpoint();
+    let f = m.join("db");
+    layout(&f, 32 << 20, 32 * K, 224 * K);
+    // A copy of dd under a name no other process has.
+    let reader = m.join("advreader");
+    std::fs::copy("/bin/dd", &reader).unwrap();
+    let script = format!(
+        "while :; do {} if={} of=/dev/null bs=128K count=32 iflag=direct status=none; done",
+        reader.display(),
+        f.display()
+    );
+    let mut child = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let fs = f.to_string_lossy();
+    let out = fragkit(&[
+        "advise",
+        &fs,
+        "--trace-for",
+        "3",
+        "--comm",
+        "advreader",
+        "--format",
+        "json",
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = Command::new("pkill").args(["-x", "advreader"]).status();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let a = &r["advice"]["files"][0];
+    assert_eq!(r["advice"]["access"], "profile", "{r:#}");
+    assert!(a["read_bytes"].as_u64().unwrap() >= 4 << 20, "{r:#}");
+    assert_eq!(a["fix"], "pick", "{r:#}");
+    let pick = a["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["fix"] == "pick")
+        .unwrap();
+    assert_eq!(pick["bytes"].as_u64(), Some(4 << 20), "{r:#}");
+}
