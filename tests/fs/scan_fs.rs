@@ -469,6 +469,126 @@ fn scan_model_sees_the_fast24_worst_case() {
     }
 }
 
+/// `scan --model` on a sparse file of 8 EiB less a byte (the largest size xfs and btrfs
+/// take) holding 512 KiB of data in three places: the model reads the data extents, not
+/// the holes, so it ends (it modeled 2^36 segments of holes before), and its device reads
+/// are exactly the pieces the data extents put in the 128 KiB requests that hold data.
+/// A run that has not ended after 10 minutes is killed and the test fails (a hang guard,
+/// not a timing figure).
+fn scan_model_skips_holes(fs: FsType) {
+    use std::os::unix::fs::FileExt;
+    let s = scratch(fs, 320 << 20, &[]);
+    let path = s.mountpoint().join("sparse");
+    {
+        let f = std::fs::File::create(&path).unwrap();
+        for (off, len) in [
+            (0u64, 128usize << 10),
+            (1 << 40, 256 << 10),
+            (1 << 62, 128 << 10),
+        ] {
+            f.write_all_at(&vec![7u8; len], off).unwrap();
+        }
+        f.set_len(i64::MAX as u64).unwrap();
+        f.sync_all().unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args([
+            "scan",
+            path.to_str().unwrap(),
+            "--model",
+            "fast24",
+            "--format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if done_rx
+            .recv_timeout(std::time::Duration::from_secs(600))
+            .is_err()
+        {
+            // SAFETY: signalling our own child, which has not been waited for yet.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let out = {
+        use std::io::Read;
+        let mut stdout = Vec::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_end(&mut stdout)
+            .unwrap();
+        let status = child.wait().unwrap();
+        let _ = done_tx.send(());
+        (status, stdout)
+    };
+    guard.join().unwrap();
+    assert!(
+        out.0.success(),
+        "{}: scan --model did not end: {:?}",
+        fs.name(),
+        out.0
+    );
+    let doc: Value = serde_json::from_slice(&out.1).unwrap();
+    let file = &doc["files"][0];
+    assert_eq!(file["size"], i64::MAX as u64, "{}", fs.name());
+    // The pieces of data each 128 KiB request holds, physically contiguous ones as one
+    // (unwritten extents, e.g. xfs's preallocation beyond the writes, read no device).
+    const R: u64 = 128 << 10;
+    let mut pieces: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for e in file["extents"].as_array().unwrap() {
+        let flags = e["flags"].as_array().unwrap();
+        if flags
+            .iter()
+            .any(|f| f == "unwritten" || f == "unknown" || f == "delalloc")
+        {
+            continue;
+        }
+        let (l, p, n) = (
+            e["logical"].as_u64().unwrap(),
+            e["physical"].as_u64().unwrap(),
+            e["length"].as_u64().unwrap(),
+        );
+        let mut o = l;
+        while o < l + n {
+            let end = (o / R + 1) * R;
+            let t = end.min(l + n);
+            let w = pieces.entry(o / R).or_default();
+            let phys = p + (o - l);
+            match w.last_mut() {
+                Some((a, b)) if *a + *b == phys => *b += t - o,
+                _ => w.push((phys, t - o)),
+            }
+            o = t;
+        }
+    }
+    let expected: usize = pieces.values().map(Vec::len).sum();
+    assert!(expected >= 4, "{}: {file}", fs.name());
+    assert_eq!(
+        file["model"]["device_reads"],
+        expected as u64,
+        "{}: {}",
+        fs.name(),
+        file["model"]
+    );
+}
+
+#[test]
+fn scan_model_skips_holes_xfs() {
+    scan_model_skips_holes(FsType::Xfs);
+}
+
+#[test]
+fn scan_model_skips_holes_btrfs() {
+    scan_model_skips_holes(FsType::Btrfs);
+}
+
 /// The rows of a csv text (RFC 4180: quoted fields may hold commas, quotes and newlines).
 fn csv_rows(text: &str) -> Vec<Vec<String>> {
     let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
