@@ -806,3 +806,104 @@ fn defrag_output_keeps_odd_names() {
     assert!(!table.contains('\u{1b}'), "{table}");
     assert!(table.contains("bad-\u{fffd}\\u{1b}[2J"), "{table}");
 }
+
+/// A name that is not UTF-8 comes back whole (`path_bytes`, `dir_bytes`: the name's
+/// bytes, beside the lossy text) from `age fragpicker-synthetic`, `bench fragpicker` and
+/// `watch report`'s JSON, as from scan's: before, serde refused such a path and the
+/// command printed no JSON at all (age, bench), or the history kept only U+FFFD (watch).
+#[test]
+fn age_bench_and_watch_json_keep_non_utf8_names() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bytes_of = |v: &Value| -> Vec<u8> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("not an array of bytes: {v}"))
+            .iter()
+            .map(|b| b.as_u64().unwrap() as u8)
+            .collect()
+    };
+    // fragkit ARGS... PATH, which must succeed and print one JSON document.
+    let json = |args: &[&str], path: &Path| -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+            .args(args)
+            .arg(path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        serde_json::from_slice(&out.stdout).expect("a whole JSON document")
+    };
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let odd = |name: &str| {
+        let mut b = s.mountpoint().as_os_str().as_bytes().to_vec();
+        b.extend_from_slice(format!("/{name}-").as_bytes());
+        b.push(0xff);
+        PathBuf::from(OsStr::from_bytes(&b))
+    };
+
+    let syn = odd("syn");
+    let v = json(
+        &[
+            "age",
+            "fragpicker-synthetic",
+            "--size",
+            "1M",
+            "--files",
+            "2",
+            "--format",
+            "json",
+        ],
+        &syn,
+    );
+    assert_eq!(bytes_of(&v["dir_bytes"]), syn.as_os_str().as_bytes(), "{v}");
+    for f in v["files"].as_array().unwrap() {
+        let b = bytes_of(&f["path_bytes"]);
+        assert!(b.starts_with(syn.as_os_str().as_bytes()), "{f}");
+    }
+
+    let file = odd("fp");
+    write_file(&file, 5 * 416 * 1024 + 64 * 1024, 0x33);
+    let v = json(
+        &["bench", "fragpicker", "--runs", "1", "--format", "json"],
+        &file,
+    );
+    let rows = v["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        let b = bytes_of(&r["path_bytes"]);
+        assert_eq!(b, file.as_os_str().as_bytes(), "{r}");
+    }
+
+    // watch: a file fragmented before the watch starts is fragmented from its first tick.
+    let dir = s.mountpoint().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let bad = odd("w/bad");
+    interleaved_direct_appends(&[bad.clone(), dir.join("other")], 32 << 10, 8);
+    let db = s.mountpoint().join("w.db");
+    let db_arg = db.to_str().unwrap();
+    json(
+        &[
+            "watch",
+            "--interval",
+            "200ms",
+            "--duration",
+            "1s",
+            "--format",
+            "json",
+            "--db",
+            db_arg,
+        ],
+        &dir,
+    );
+    let v = json(&["watch", "report", "--format", "json", "--db"], &db);
+    let first = v["first_fragmented"].as_array().unwrap();
+    let f = first
+        .iter()
+        .find(|f| f.get("path_bytes").is_some())
+        .unwrap_or_else(|| panic!("no path_bytes: {v}"));
+    assert_eq!(
+        bytes_of(&f["path_bytes"]),
+        bad.as_os_str().as_bytes(),
+        "{f}"
+    );
+}

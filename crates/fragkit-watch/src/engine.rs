@@ -304,7 +304,7 @@ impl Engine {
                     self.store.rename(
                         id,
                         &old.to_string_lossy(),
-                        &path.to_string_lossy(),
+                        path,
                         &extension_of(path),
                         &parent_of(path).to_string_lossy(),
                         t,
@@ -313,7 +313,7 @@ impl Engine {
                 id
             }
             None => self.store.new_file(
-                &path.to_string_lossy(),
+                path,
                 dev,
                 ino,
                 &extension_of(path),
@@ -373,7 +373,7 @@ impl Engine {
             self.store.rename(
                 r.id,
                 &old.to_string_lossy(),
-                &new.to_string_lossy(),
+                &new,
                 &extension_of(&new),
                 &parent_of(&new).to_string_lossy(),
                 t,
