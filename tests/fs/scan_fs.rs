@@ -491,51 +491,24 @@ fn scan_model_skips_holes(fs: FsType) {
         f.set_len(i64::MAX as u64).unwrap();
         f.sync_all().unwrap();
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
-        .args([
+    let out = output_within(
+        Command::new(env!("CARGO_BIN_EXE_fragkit")).args([
             "scan",
             path.to_str().unwrap(),
             "--model",
             "fast24",
             "--format",
             "json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let guard = std::thread::spawn(move || {
-        if done_rx
-            .recv_timeout(std::time::Duration::from_secs(600))
-            .is_err()
-        {
-            // SAFETY: signalling our own child, which has not been waited for yet.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    });
-    let out = {
-        use std::io::Read;
-        let mut stdout = Vec::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_end(&mut stdout)
-            .unwrap();
-        let status = child.wait().unwrap();
-        let _ = done_tx.send(());
-        (status, stdout)
-    };
-    guard.join().unwrap();
+        ]),
+        std::time::Duration::from_secs(600),
+    );
     assert!(
-        out.0.success(),
+        out.status.success(),
         "{}: scan --model did not end: {:?}",
         fs.name(),
-        out.0
+        out.status
     );
-    let doc: Value = serde_json::from_slice(&out.1).unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let file = &doc["files"][0];
     assert_eq!(file["size"], i64::MAX as u64, "{}", fs.name());
     // The pieces of data each 128 KiB request holds, physically contiguous ones as one
