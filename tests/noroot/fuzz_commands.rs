@@ -64,6 +64,18 @@ fn targets() -> Vec<Target> {
             options: &[
                 ("--max-length", &["0", "64", "4096"]),
                 ("--title", &["t", "a b"]),
+                // Config files: the mutated text is written to a file, its path passed.
+                (
+                    "--img-config",
+                    &[
+                        "max_length 0\ncolumns 256\nbox_size 4\nmax_boxes 65536\n",
+                        "max_length = 64\ncolumns = 128\n",
+                    ],
+                ),
+                (
+                    "--color-config",
+                    &[".sst,.ldb green light-orange dark-orange\ndefault light-gray black dark-gray\n@free white\n"],
+                ),
             ],
             small: &[],
         },
@@ -182,7 +194,7 @@ fn targets() -> Vec<Target> {
             name: "age fileserver",
             args: &["age", "fileserver", "{dir}", "--format", "json"],
             options: &[
-                ("--files", &["1", "4", "16"]),
+                ("--files", &["4", "1", "16"]),
                 ("--file-size", &["4K", "64K"]),
                 ("--threads", &["1", "2"]),
                 ("--append", &["4K", "16K"]),
@@ -325,6 +337,8 @@ fn commands_never_panic_on_values() {
         let mut rng = Rng(0xC0FF_EE00_D15E_A5E5 ^ (i as u64 + 1));
         let t0 = Instant::now();
         let (mut n, mut timed_out, mut faults) = (0u64, 0u64, Vec::new());
+        // The first few runs that timed out, to look at by hand.
+        let mut slow: Vec<String> = Vec::new();
         // Runs that ended with status 0, 1 and 2: how deep the values got.
         let mut statuses = [0u64; 3];
         loop {
@@ -354,9 +368,17 @@ fn commands_never_panic_on_values() {
                     for _ in 0..rng.below(3) {
                         v = mutate(&mut rng, &v);
                     }
-                    // A NUL cannot be an argument; the parsers' fuzzing covers it.
                     args.push(flag.to_string());
-                    args.push(v.replace('\0', ""));
+                    if flag.ends_with("-config") {
+                        // The TOML syntax when it looks like TOML (chosen by the extension).
+                        let ext = if v.contains('=') { "toml" } else { "cnf" };
+                        let cfg = scratch.path().join(format!("{}.{ext}", mutated.len()));
+                        std::fs::write(&cfg, &v).unwrap();
+                        args.push(cfg.to_str().unwrap().to_string());
+                    } else {
+                        // A NUL cannot be an argument; the parsers' fuzzing covers it.
+                        args.push(v.replace('\0', ""));
+                    }
                     mutated.push(flag);
                 }
             }
@@ -367,7 +389,12 @@ fn commands_never_panic_on_values() {
             }
             n += 1;
             match run(&args, scratch.path(), limit) {
-                None => timed_out += 1,
+                None => {
+                    timed_out += 1;
+                    if slow.len() < 3 {
+                        slow.push(args[t.args.len()..].join(" "));
+                    }
+                }
                 Some((st, err)) => {
                     if let Some(c @ 0..=2) = st.code() {
                         statuses[c as usize] += 1;
@@ -383,7 +410,7 @@ fn commands_never_panic_on_values() {
             }
         }
         let line = format!(
-            "{}: {n} runs in {:.1} s (status 0/1/2: {}/{}/{}), {} faults, {timed_out} timed out (> {} s) {:?}",
+            "{}: {n} runs in {:.1} s (status 0/1/2: {}/{}/{}), {} faults, {timed_out} timed out (> {} s) {slow:?} {:?}",
             t.name,
             t0.elapsed().as_secs_f64(),
             statuses[0],
