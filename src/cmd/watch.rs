@@ -141,9 +141,13 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let mut changed_total = 0u64;
     let mut history_down: Option<HistoryUnwritable> = None;
     let mut next = start + args.interval;
+    // --duration ends the watch at its end, with a last tick then, even when the next
+    // tick would come later (--interval 20m --duration 1s ran for 20 minutes).
+    let end = args.duration.map(|d| start + d);
     loop {
-        while Instant::now() < next && !stop.load(Ordering::SeqCst) {
-            let left = next.saturating_duration_since(Instant::now());
+        let until = end.map_or(next, |e| next.min(e));
+        while Instant::now() < until && !stop.load(Ordering::SeqCst) {
+            let left = until.saturating_duration_since(Instant::now());
             engine.wait_for_events(left.min(Duration::from_millis(50)))?;
         }
         if stop.load(Ordering::SeqCst) {

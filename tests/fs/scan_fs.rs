@@ -469,6 +469,99 @@ fn scan_model_sees_the_fast24_worst_case() {
     }
 }
 
+/// `scan --model` on a sparse file of 8 EiB less a byte (the largest size xfs and btrfs
+/// take) holding 512 KiB of data in three places: the model reads the data extents, not
+/// the holes, so it ends (it modeled 2^36 segments of holes before), and its device reads
+/// are exactly the pieces the data extents put in the 128 KiB requests that hold data.
+/// A run that has not ended after 10 minutes is killed and the test fails (a hang guard,
+/// not a timing figure).
+fn scan_model_skips_holes(fs: FsType) {
+    use std::os::unix::fs::FileExt;
+    let s = scratch(fs, 320 << 20, &[]);
+    let path = s.mountpoint().join("sparse");
+    {
+        let f = std::fs::File::create(&path).unwrap();
+        for (off, len) in [
+            (0u64, 128usize << 10),
+            (1 << 40, 256 << 10),
+            (1 << 62, 128 << 10),
+        ] {
+            f.write_all_at(&vec![7u8; len], off).unwrap();
+        }
+        f.set_len(i64::MAX as u64).unwrap();
+        f.sync_all().unwrap();
+    }
+    let out = output_within(
+        Command::new(env!("CARGO_BIN_EXE_fragkit")).args([
+            "scan",
+            path.to_str().unwrap(),
+            "--model",
+            "fast24",
+            "--format",
+            "json",
+        ]),
+        std::time::Duration::from_secs(600),
+    );
+    assert!(
+        out.status.success(),
+        "{}: scan --model did not end: {:?}",
+        fs.name(),
+        out.status
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = &doc["files"][0];
+    assert_eq!(file["size"], i64::MAX as u64, "{}", fs.name());
+    // The pieces of data each 128 KiB request holds, physically contiguous ones as one
+    // (unwritten extents, e.g. xfs's preallocation beyond the writes, read no device).
+    const R: u64 = 128 << 10;
+    let mut pieces: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for e in file["extents"].as_array().unwrap() {
+        let flags = e["flags"].as_array().unwrap();
+        if flags
+            .iter()
+            .any(|f| f == "unwritten" || f == "unknown" || f == "delalloc")
+        {
+            continue;
+        }
+        let (l, p, n) = (
+            e["logical"].as_u64().unwrap(),
+            e["physical"].as_u64().unwrap(),
+            e["length"].as_u64().unwrap(),
+        );
+        let mut o = l;
+        while o < l + n {
+            let end = (o / R + 1) * R;
+            let t = end.min(l + n);
+            let w = pieces.entry(o / R).or_default();
+            let phys = p + (o - l);
+            match w.last_mut() {
+                Some((a, b)) if *a + *b == phys => *b += t - o,
+                _ => w.push((phys, t - o)),
+            }
+            o = t;
+        }
+    }
+    let expected: usize = pieces.values().map(Vec::len).sum();
+    assert!(expected >= 4, "{}: {file}", fs.name());
+    assert_eq!(
+        file["model"]["device_reads"],
+        expected as u64,
+        "{}: {}",
+        fs.name(),
+        file["model"]
+    );
+}
+
+#[test]
+fn scan_model_skips_holes_xfs() {
+    scan_model_skips_holes(FsType::Xfs);
+}
+
+#[test]
+fn scan_model_skips_holes_btrfs() {
+    scan_model_skips_holes(FsType::Btrfs);
+}
+
 /// The rows of a csv text (RFC 4180: quoted fields may hold commas, quotes and newlines).
 fn csv_rows(text: &str) -> Vec<Vec<String>> {
     let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
@@ -685,4 +778,105 @@ fn defrag_output_keeps_odd_names() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(!table.contains('\u{1b}'), "{table}");
     assert!(table.contains("bad-\u{fffd}\\u{1b}[2J"), "{table}");
+}
+
+/// A name that is not UTF-8 comes back whole (`path_bytes`, `dir_bytes`: the name's
+/// bytes, beside the lossy text) from `age fragpicker-synthetic`, `bench fragpicker` and
+/// `watch report`'s JSON, as from scan's: before, serde refused such a path and the
+/// command printed no JSON at all (age, bench), or the history kept only U+FFFD (watch).
+#[test]
+fn age_bench_and_watch_json_keep_non_utf8_names() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bytes_of = |v: &Value| -> Vec<u8> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("not an array of bytes: {v}"))
+            .iter()
+            .map(|b| b.as_u64().unwrap() as u8)
+            .collect()
+    };
+    // fragkit ARGS... PATH, which must succeed and print one JSON document.
+    let json = |args: &[&str], path: &Path| -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+            .args(args)
+            .arg(path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        serde_json::from_slice(&out.stdout).expect("a whole JSON document")
+    };
+    let s = scratch(FsType::Ext4, 256 << 20, &[]);
+    let odd = |name: &str| {
+        let mut b = s.mountpoint().as_os_str().as_bytes().to_vec();
+        b.extend_from_slice(format!("/{name}-").as_bytes());
+        b.push(0xff);
+        PathBuf::from(OsStr::from_bytes(&b))
+    };
+
+    let syn = odd("syn");
+    let v = json(
+        &[
+            "age",
+            "fragpicker-synthetic",
+            "--size",
+            "1M",
+            "--files",
+            "2",
+            "--format",
+            "json",
+        ],
+        &syn,
+    );
+    assert_eq!(bytes_of(&v["dir_bytes"]), syn.as_os_str().as_bytes(), "{v}");
+    for f in v["files"].as_array().unwrap() {
+        let b = bytes_of(&f["path_bytes"]);
+        assert!(b.starts_with(syn.as_os_str().as_bytes()), "{f}");
+    }
+
+    let file = odd("fp");
+    write_file(&file, 5 * 416 * 1024 + 64 * 1024, 0x33);
+    let v = json(
+        &["bench", "fragpicker", "--runs", "1", "--format", "json"],
+        &file,
+    );
+    let rows = v["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        let b = bytes_of(&r["path_bytes"]);
+        assert_eq!(b, file.as_os_str().as_bytes(), "{r}");
+    }
+
+    // watch: a file fragmented before the watch starts is fragmented from its first tick.
+    let dir = s.mountpoint().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let bad = odd("w/bad");
+    interleaved_direct_appends(&[bad.clone(), dir.join("other")], 32 << 10, 8);
+    let db = s.mountpoint().join("w.db");
+    let db_arg = db.to_str().unwrap();
+    json(
+        &[
+            "watch",
+            "--interval",
+            "200ms",
+            "--duration",
+            "1s",
+            "--format",
+            "json",
+            "--db",
+            db_arg,
+        ],
+        &dir,
+    );
+    let v = json(&["watch", "report", "--format", "json", "--db"], &db);
+    let first = v["first_fragmented"].as_array().unwrap();
+    let f = first
+        .iter()
+        .find(|f| f.get("path_bytes").is_some())
+        .unwrap_or_else(|| panic!("no path_bytes: {v}"));
+    assert_eq!(
+        bytes_of(&f["path_bytes"]),
+        bad.as_os_str().as_bytes(),
+        "{f}"
+    );
 }

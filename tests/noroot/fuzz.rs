@@ -13,15 +13,15 @@ use fragkit::trace::profile::Profile;
 use fragkit::units;
 
 /// xorshift64*: small, seeded, reproducible.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 }
@@ -79,7 +79,7 @@ const PIECES: &[&str] = &[
     "-1",
 ];
 
-fn mutate(rng: &mut Rng, seed: &str) -> String {
+pub(crate) fn mutate(rng: &mut Rng, seed: &str) -> String {
     let mut s: Vec<char> = seed.chars().collect();
     for _ in 0..1 + rng.below(4) {
         let at = rng.below(s.len() + 1);
@@ -171,15 +171,20 @@ fn targets() -> Vec<Target> {
     ]
 }
 
-#[test]
-fn parsers_never_panic() {
-    let iters: Option<u64> = std::env::var("FRAGKIT_FUZZ_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    let secs: f64 = std::env::var("FRAGKIT_FUZZ_SECONDS")
+/// How long each target runs: exactly the count in `iters_var` when set, else
+/// FRAGKIT_FUZZ_SECONDS (default 2) seconds.
+pub(crate) fn budget(iters_var: &str) -> (Option<u64>, f64) {
+    let iters = std::env::var(iters_var).ok().and_then(|v| v.parse().ok());
+    let secs = std::env::var("FRAGKIT_FUZZ_SECONDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2.0);
+    (iters, secs)
+}
+
+#[test]
+fn parsers_never_panic() {
+    let (iters, secs) = budget("FRAGKIT_FUZZ_ITERS");
     std::panic::set_hook(Box::new(|_| {}));
     let mut report = Vec::new();
     for (i, (name, seeds, f)) in targets().into_iter().enumerate() {

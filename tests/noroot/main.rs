@@ -3,4 +3,5 @@
 //! links three binaries instead of one per file.
 
 mod fuzz;
+mod fuzz_commands;
 mod package;

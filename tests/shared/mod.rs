@@ -162,6 +162,30 @@ pub fn file_hash(path: &Path) -> u64 {
     xxhash_rust::xxh3::xxh3_64(&std::fs::read(path).unwrap())
 }
 
+/// Run `cmd` to its end, its stdout and stderr captured, but SIGKILL it if it has not
+/// ended after `limit` (a guard for a test whose command could hang, not a timing
+/// figure: the killed run's status says so).
+pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as i32;
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if done_rx.recv_timeout(limit).is_err() {
+            // SAFETY: signalling our own child, which has not been reaped yet (the
+            // waiting thread holds it until this guard returns).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let out = child.wait_with_output().expect("wait");
+    let _ = done_tx.send(());
+    guard.join().unwrap();
+    out
+}
+
 pub fn fragkit(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fragkit"))
         .args(args)

@@ -393,13 +393,31 @@ mod list_tests {
 /// an array of numbers, so the file can always be found again. (serde's own `Path`
 /// serialisation fails on such a name, and with it the whole document.)
 pub fn path_fields<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    named_path_fields(("path", "path_bytes"), p, s)
+}
+
+/// [`path_fields`] for a field named `dir`: `"dir"`, and `"dir_bytes"` when not UTF-8.
+pub fn dir_fields<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    named_path_fields(("dir", "dir_bytes"), p, s)
+}
+
+/// [`path_fields`] for a field named `target`: `"target"`, and `"target_bytes"`.
+pub fn target_fields<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    named_path_fields(("target", "target_bytes"), p, s)
+}
+
+fn named_path_fields<S: serde::Serializer>(
+    (key, bytes_key): (&'static str, &'static str),
+    p: &std::path::Path,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     use std::os::unix::ffi::OsStrExt;
     let bytes = p.as_os_str().as_bytes();
     let mut m = s.serialize_map(None)?;
-    m.serialize_entry("path", &String::from_utf8_lossy(bytes))?;
+    m.serialize_entry(key, &String::from_utf8_lossy(bytes))?;
     if std::str::from_utf8(bytes).is_err() {
-        m.serialize_entry("path_bytes", bytes)?;
+        m.serialize_entry(bytes_key, bytes)?;
     }
     m.end()
 }

@@ -225,6 +225,18 @@ impl Engine {
         Ok(self.source.wait(timeout)?)
     }
 
+    /// A path longer than the kernel takes: the walk reaches it (it opens directory by
+    /// directory) but nothing can map it again by name, so it is skipped and named once.
+    fn too_long(&self, p: &Path) -> bool {
+        match crate::skipped::too_long_prefix(p) {
+            Some(first) => {
+                crate::skipped::skip(first, &crate::skipped::too_long(first));
+                true
+            }
+            None => false,
+        }
+    }
+
     fn wanted(&self, p: &Path) -> bool {
         self.cfg.roots.iter().any(|r| p.starts_with(r))
             && !self.cfg.ignore.iter().any(|i| p.starts_with(i))
@@ -304,7 +316,7 @@ impl Engine {
                     self.store.rename(
                         id,
                         &old.to_string_lossy(),
-                        &path.to_string_lossy(),
+                        path,
                         &extension_of(path),
                         &parent_of(path).to_string_lossy(),
                         t,
@@ -313,7 +325,7 @@ impl Engine {
                 id
             }
             None => self.store.new_file(
-                &path.to_string_lossy(),
+                path,
                 dev,
                 ino,
                 &extension_of(path),
@@ -373,7 +385,7 @@ impl Engine {
             self.store.rename(
                 r.id,
                 &old.to_string_lossy(),
-                &new.to_string_lossy(),
+                &new,
                 &extension_of(&new),
                 &parent_of(&new).to_string_lossy(),
                 t,
@@ -451,12 +463,16 @@ impl Engine {
                     let waiting = awaits_allocation(&f.layout);
                     let _ = tx.send((f.path, f.dev, f.ino, s, runs, waiting));
                 };
-                walk::walk(
+                // What the walk could not read (a directory without permission): named
+                // once, skipped, the watch goes on.
+                for e in walk::walk(
                     &roots,
                     &WalkOptions::default(),
                     &WalkStats::default(),
                     &visit,
-                );
+                ) {
+                    crate::skipped::skip(&e.path, &e.message);
+                }
             });
             for (path, dev, ino, s, runs, waiting) in rx {
                 since_pump += 1;
@@ -470,7 +486,7 @@ impl Engine {
                     continue; // keep draining so the walker can finish
                 };
                 *mapped += 1;
-                if !self.wanted(&path) {
+                if !self.wanted(&path) || self.too_long(&path) {
                     continue;
                 }
                 if waiting {
@@ -580,6 +596,9 @@ impl Engine {
             let mut dirty: Vec<PathBuf> = dirty.into_iter().filter(|p| self.wanted(p)).collect();
             dirty.sort();
             for p in dirty {
+                if self.too_long(&p) {
+                    continue;
+                }
                 match std::fs::symlink_metadata(&p) {
                     Err(_) => changed += self.remove(&p, t)?,
                     Ok(m) if m.is_dir() => {

@@ -7,7 +7,7 @@
 //! A directory that cannot be watched (unreadable, or a path longer than the kernel
 //! takes) is skipped and named on stderr once; running out of watches ends the watch.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -29,8 +29,6 @@ pub struct Inotify {
     fd: OwnedFd,
     dirs: HashMap<i32, PathBuf>,
     buf: Vec<u8>,
-    /// Directories skipped (named once each on stderr).
-    skipped: HashSet<PathBuf>,
 }
 
 impl Inotify {
@@ -40,7 +38,6 @@ impl Inotify {
             fd,
             dirs: HashMap::new(),
             buf: vec![0u8; 64 * 1024],
-            skipped: HashSet::new(),
         };
         for root in roots {
             if root.is_dir() {
@@ -78,19 +75,10 @@ impl Inotify {
 
     /// A directory that cannot be watched or listed: say so once, go on without it.
     fn skip(&mut self, dir: &Path, e: &io::Error) {
-        if self.skipped.insert(dir.to_path_buf()) {
-            let why = if e.raw_os_error() == Some(libc::ENAMETOOLONG) {
-                format!(
-                    "its path is {} bytes, longer than the kernel takes",
-                    dir.as_os_str().len()
-                )
-            } else {
-                e.to_string()
-            };
-            fragkit_sys::stderr_line!(
-                "fragkit: {}: skipped, not watched ({why}); watching goes on",
-                fragkit_core::units::printable(&dir.to_string_lossy())
-            );
+        if e.raw_os_error() == Some(libc::ENAMETOOLONG) {
+            crate::skipped::skip(dir, &crate::skipped::too_long(dir));
+        } else {
+            crate::skipped::skip(dir, &e.to_string());
         }
     }
 

@@ -24,6 +24,7 @@ pub mod inotify;
 pub mod live;
 pub mod prometheus;
 pub mod serve;
+mod skipped;
 pub mod store;
 
 use std::io;

@@ -120,7 +120,7 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
   id INTEGER PRIMARY KEY, path TEXT NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL,
   ext TEXT NOT NULL, dir TEXT NOT NULL, first_seen REAL NOT NULL,
-  first_fragmented REAL, deleted REAL);
+  first_fragmented REAL, deleted REAL, path_bytes BLOB);
 CREATE INDEX IF NOT EXISTS files_live_inode ON files(dev, ino) WHERE deleted IS NULL;
 CREATE TABLE IF NOT EXISTS renames(
   file_id INTEGER NOT NULL, t REAL NOT NULL, old_path TEXT NOT NULL, new_path TEXT NOT NULL);
@@ -161,6 +161,10 @@ pub struct SeriesPoint {
 #[derive(Debug, Clone, Serialize)]
 pub struct FirstFragmented {
     pub path: String,
+    /// The name's bytes when it is not UTF-8 (`path` has U+FFFD for them), as in scan's
+    /// JSON: the file can be found again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<Vec<u8>>,
     pub t: f64,
     pub fragments_now: u64,
     pub deleted: Option<f64>,
@@ -272,13 +276,20 @@ impl Store {
                     path.display()
                 )
             })?;
-        Ok(Store {
+        let st = Store {
             conn,
             retention: Retention::default(),
             last_tick: None,
             last_prune: 0.0,
             path: path.to_path_buf(),
-        })
+        };
+        // A history from before names' bytes were kept: add the column (NULL: UTF-8).
+        if !st.has_path_bytes()? {
+            st.conn
+                .execute_batch("ALTER TABLE files ADD COLUMN path_bytes BLOB")
+                .with_context(|| format!("{}: cannot add path_bytes", path.display()))?;
+        }
+        Ok(st)
     }
 
     /// Open an existing database for reading (report): a missing file is an error.
@@ -390,18 +401,19 @@ impl Store {
 
     pub(crate) fn new_file(
         &self,
-        path: &str,
+        path: impl AsRef<Path>,
         dev: u64,
         ino: u64,
         ext: &str,
         dir: &str,
         t: f64,
     ) -> Result<i64> {
+        let (text, bytes) = path_columns(path.as_ref());
         self.conn
             .prepare_cached(
-                "INSERT INTO files(path, dev, ino, ext, dir, first_seen) VALUES(?1,?2,?3,?4,?5,?6)",
+                "INSERT INTO files(path, dev, ino, ext, dir, first_seen, path_bytes) VALUES(?1,?2,?3,?4,?5,?6,?7)",
             )?
-            .execute(params![path, dev as i64, ino as i64, ext, dir, t])?;
+            .execute(params![text, dev as i64, ino as i64, ext, dir, t, bytes])?;
         Ok(self.conn.last_insert_rowid())
     }
 
@@ -409,14 +421,15 @@ impl Store {
         &self,
         id: i64,
         old: &str,
-        new: &str,
+        new: impl AsRef<Path>,
         ext: &str,
         dir: &str,
         t: f64,
     ) -> Result<()> {
+        let (new, bytes) = path_columns(new.as_ref());
         self.conn
-            .prepare_cached("UPDATE files SET path=?2, ext=?3, dir=?4 WHERE id=?1")?
-            .execute(params![id, new, ext, dir])?;
+            .prepare_cached("UPDATE files SET path=?2, ext=?3, dir=?4, path_bytes=?5 WHERE id=?1")?
+            .execute(params![id, new, ext, dir, bytes])?;
         self.conn
             .prepare_cached(
                 "INSERT INTO renames(file_id, t, old_path, new_path) VALUES(?1,?2,?3,?4)",
@@ -711,21 +724,37 @@ impl Store {
 
     /// Files in order of the moment they first became fragmented.
     pub fn first_fragmented(&self) -> Result<Vec<FirstFragmented>> {
-        let mut st = self.conn.prepare(
+        // A history written before names' bytes were kept has no path_bytes column.
+        let bytes = if self.has_path_bytes()? {
+            "f.path_bytes"
+        } else {
+            "NULL"
+        };
+        let mut st = self.conn.prepare(&format!(
             "SELECT f.path, f.first_fragmented, f.deleted,
                     (SELECT fragments FROM file_samples s WHERE s.file_id = f.id
-                     ORDER BY minute DESC LIMIT 1)
-             FROM files f WHERE f.first_fragmented IS NOT NULL ORDER BY f.first_fragmented, f.path",
-        )?;
+                     ORDER BY minute DESC LIMIT 1), {bytes}
+             FROM files f WHERE f.first_fragmented IS NOT NULL ORDER BY f.first_fragmented, f.path"
+        ))?;
         let rows = st.query_map([], |r| {
             Ok(FirstFragmented {
                 path: r.get(0)?,
+                path_bytes: r.get(4)?,
                 t: r.get(1)?,
                 deleted: r.get(2)?,
                 fragments_now: r.get::<_, Option<i64>>(3)?.unwrap_or(0) as u64,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    fn has_path_bytes(&self) -> Result<bool> {
+        let n: i64 = self.conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('files') WHERE name='path_bytes'",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(n > 0)
     }
 
     /// A file's samples by its current or any former path: (t, summary).
@@ -758,6 +787,17 @@ impl Store {
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
+
+/// A file's `path` (UTF-8, U+FFFD for bytes that are not) and `path_bytes` (its bytes,
+/// only when they are not UTF-8) columns.
+fn path_columns(p: &Path) -> (std::borrow::Cow<'_, str>, Option<&[u8]>) {
+    use std::os::unix::ffi::OsStrExt;
+    let b = p.as_os_str().as_bytes();
+    (
+        String::from_utf8_lossy(b),
+        std::str::from_utf8(b).is_err().then_some(b),
+    )
 }
 
 /// A path as the path of an SQLite `file:` URI: the characters the URI syntax gives a
@@ -805,7 +845,7 @@ mod tests {
         let t0 = 1_700_000_000.0;
         let ids: Vec<i64> = (0..files)
             .map(|i| {
-                st.new_file(&format!("/x/f{i}.db"), 1, i, "db", "/x", t0)
+                st.new_file(format!("/x/f{i}.db"), 1, i, "db", "/x", t0)
                     .unwrap()
             })
             .collect();
@@ -867,22 +907,15 @@ mod tests {
         for i in 0..100u64 {
             let t = t0 + i as f64 * 60.0;
             let id = st
-                .new_file(&format!("/x/tmp-{i}"), 1, i + 1, "", "/x", t)
+                .new_file(format!("/x/tmp-{i}"), 1, i + 1, "", "/x", t)
                 .unwrap();
             let s = FileSummary {
                 fragments: 2,
                 ..FileSummary::default()
             };
             st.sample(id, t, &s).unwrap();
-            st.rename(
-                id,
-                &format!("/x/tmp-{i}"),
-                &format!("/x/f-{i}"),
-                "",
-                "/x",
-                t,
-            )
-            .unwrap();
+            st.rename(id, &format!("/x/tmp-{i}"), format!("/x/f-{i}"), "", "/x", t)
+                .unwrap();
             st.delete(id, t + 1.0).unwrap();
             st.group("dir", &format!("/x/d{i}"), t, &Totals::default())
                 .unwrap();

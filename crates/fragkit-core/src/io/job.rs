@@ -224,6 +224,7 @@ pub fn foreign_io(
 
 #[derive(Debug, Clone, Serialize)]
 pub struct JobResult {
+    #[serde(flatten, serialize_with = "crate::units::path_fields")]
     pub path: PathBuf,
     pub op: Op,
     pub engine: EngineKind,

@@ -33,6 +33,7 @@ pub(crate) const ROUND_BYTES: u64 = SMALL * SMALL_PER_ROUND + BIG;
 #[derive(Debug, Clone, Serialize)]
 pub struct SyntheticReport {
     pub version: u32,
+    #[serde(flatten, serialize_with = "fragkit_core::units::dir_fields")]
     pub dir: PathBuf,
     pub files: Vec<FileCheck>,
     pub rounds: u64,

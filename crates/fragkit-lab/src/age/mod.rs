@@ -142,6 +142,7 @@ pub(crate) fn require_scratch(path: &Path, force: bool, what: &str) -> Result<()
 /// Fragment-by-fragment view of one file as fragkit's scan sees it, plus its metrics.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileCheck {
+    #[serde(flatten, serialize_with = "fragkit_core::units::path_fields")]
     pub path: PathBuf,
     pub fs: String,
     pub block_size: u32,

@@ -655,6 +655,7 @@ pub struct PafRanksReport {
     pub version: u32,
     pub spec: String,
     pub seed: u64,
+    #[serde(flatten, serialize_with = "fragkit_core::units::target_fields")]
     pub target: PathBuf,
     pub capacity: u64,
     pub ranks: usize,

@@ -175,6 +175,7 @@ pub struct ProfilePoint {
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileReport {
     pub version: u32,
+    #[serde(flatten, serialize_with = "fragkit_core::units::target_fields")]
     pub target: PathBuf,
     pub profile: SizeProfile,
     pub fullness_pct: f64,

@@ -117,6 +117,7 @@ impl Workload {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
+    #[serde(flatten, serialize_with = "fragkit_core::units::path_fields")]
     pub path: PathBuf,
     pub workload: Workload,
     /// FragPicker's program this row reproduces.
