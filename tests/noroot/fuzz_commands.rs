@@ -59,6 +59,18 @@ fn targets() -> Vec<Target> {
             small: &[],
         },
         Target {
+            name: "advise",
+            args: &["advise", "{dir}", "--format", "json"],
+            options: &[
+                ("--device", &["fast24", "hdd", "32K,256K", "hdd@50%"]),
+                ("--io-size", SIZES),
+                ("--reads", COUNTS),
+                ("--hot-pct", &["10", "50", "100"]),
+                ("--top", COUNTS),
+            ],
+            small: &[],
+        },
+        Target {
             name: "map",
             args: &["map", "{dir}", "--out", "{out}.png"],
             options: &[
