@@ -41,61 +41,93 @@ pub enum Placement {
 }
 
 /// Logical-to-physical map in 4 MiB chunks allocated on first write: memory grows with
-/// the mapped pages, not with the device size.
+/// the mapped pages (and 4 bytes of index per 4 MiB below the highest chunk written),
+/// not with the device size.
 struct PageMap {
-    index: HashMap<u64, u32>,
-    chunks: Vec<Box<[u64; CHUNK]>>,
-    last: (u64, u32),
+    /// Chunk number + 1 of each chunk key below `DENSE` (0: not allocated), grown to the
+    /// highest key used: one load per lookup, no hashing.
+    dense: Vec<u32>,
+    /// Chunks at or beyond `DENSE` (a trace's far end of a huge address space).
+    sparse: HashMap<u64, u32>,
+    /// The chunks, one after another (chunk i at `i * CHUNK`): one allocation, which
+    /// the kernel may back with huge pages (random lookups miss the TLB less).
+    units: Vec<u64>,
     mapped: u64,
 }
 
 const CHUNK: usize = 1024;
-const NONE: u32 = u32::MAX;
+/// Keys (4 MiB each) the dense index covers: 16 TiB, at most 16 MiB of index.
+const DENSE: u64 = 1 << 22;
 
 impl PageMap {
     fn new() -> PageMap {
         PageMap {
-            index: HashMap::new(),
-            chunks: Vec::new(),
-            last: (u64::MAX, NONE),
+            dense: Vec::new(),
+            sparse: HashMap::new(),
+            units: Vec::new(),
             mapped: 0,
         }
     }
 
-    #[inline]
-    fn chunk(&mut self, key: u64, create: bool) -> Option<u32> {
-        if self.last.0 == key {
-            return Some(self.last.1);
-        }
-        let idx = match self.index.get(&key) {
-            Some(&i) => i,
-            None if create => {
-                let i = self.chunks.len() as u32;
-                self.chunks.push(Box::new([0; CHUNK]));
-                self.index.insert(key, i);
-                i
-            }
-            None => return None,
-        };
-        self.last = (key, idx);
-        Some(idx)
+    fn chunks(&self) -> usize {
+        self.units.len() / CHUNK
     }
 
-    /// Append the entries of `lpn..end` to `out` (0 where unmapped), a chunk at a time.
-    fn get_range(&mut self, mut lpn: u64, end: u64, out: &mut Vec<u64>) {
+    #[inline]
+    fn chunk(&self, i: usize) -> &[u64; CHUNK] {
+        self.units[i * CHUNK..(i + 1) * CHUNK]
+            .try_into()
+            .expect("whole chunk")
+    }
+
+    #[inline]
+    fn find(&self, key: u64) -> Option<usize> {
+        if key < DENSE {
+            match self.dense.get(key as usize) {
+                Some(&i) if i != 0 => Some(i as usize - 1),
+                _ => None,
+            }
+        } else {
+            self.sparse.get(&key).map(|&i| i as usize)
+        }
+    }
+
+    #[inline]
+    fn find_or_create(&mut self, key: u64) -> usize {
+        if let Some(i) = self.find(key) {
+            return i;
+        }
+        let i = self.chunks();
+        let cap = self.units.capacity();
+        self.units.resize(self.units.len() + CHUNK, 0);
+        if self.units.capacity() != cap {
+            huge_pages(&self.units);
+        }
+        if key < DENSE {
+            if self.dense.len() <= key as usize {
+                self.dense.resize(key as usize + 1, 0);
+            }
+            self.dense[key as usize] = i as u32 + 1;
+        } else {
+            self.sparse.insert(key, i as u32);
+        }
+        i
+    }
+
+    /// The entries of `lpn..end` (0 where unmapped) to `f`, a chunk's run at a time.
+    #[inline]
+    fn for_range(&self, mut lpn: u64, end: u64, mut f: impl FnMut(&[u64])) {
+        const ZEROS: [u64; CHUNK] = [0; CHUNK];
         while lpn < end {
             let key = lpn / CHUNK as u64;
-            let stop = ((key + 1) * CHUNK as u64).min(end);
-            match self.chunk(key, false) {
-                Some(i) => {
-                    let c = &self.chunks[i as usize];
-                    out.extend_from_slice(
-                        &c[(lpn % CHUNK as u64) as usize..=((stop - 1) % CHUNK as u64) as usize],
-                    );
-                }
-                None => out.resize(out.len() + (stop - lpn) as usize, 0),
-            }
-            lpn = stop;
+            let at = (lpn % CHUNK as u64) as usize;
+            let n = ((key + 1) * CHUNK as u64).min(end) - lpn;
+            let c: &[u64; CHUNK] = match self.find(key) {
+                Some(i) => self.chunk(i),
+                None => &ZEROS,
+            };
+            f(&c[at..at + n as usize]);
+            lpn += n;
         }
     }
 
@@ -105,8 +137,8 @@ impl PageMap {
             let key = lpn / CHUNK as u64;
             let at = (lpn % CHUNK as u64) as usize;
             let n = (CHUNK - at).min(values.len());
-            let i = self.chunk(key, true).expect("created") as usize;
-            let slots = &mut self.chunks[i][at..at + n];
+            let i = self.find_or_create(key);
+            let slots = &mut self.units[i * CHUNK + at..i * CHUNK + at + n];
             let fresh = slots.iter().filter(|&&v| v == 0).count() as u64;
             slots.copy_from_slice(&values[..n]);
             self.mapped += fresh;
@@ -116,17 +148,30 @@ impl PageMap {
     }
 
     /// The entry of `lpn`, when mapped.
-    fn get(&mut self, lpn: u64) -> Option<u64> {
-        let i = self.chunk(lpn / CHUNK as u64, false)?;
-        let v = self.chunks[i as usize][(lpn % CHUNK as u64) as usize];
+    #[inline]
+    fn get(&self, lpn: u64) -> Option<u64> {
+        let i = self.find(lpn / CHUNK as u64)?;
+        let v = self.units[i * CHUNK + (lpn % CHUNK as u64) as usize];
         (v != 0).then_some(v)
     }
 
+    /// Ask the cache for the entry of `lpn` ahead of its use (no effect on results).
     #[inline]
+    fn prefetch(&self, lpn: u64) {
+        if let Some(i) = self.find(lpn / CHUNK as u64) {
+            prefetch(&self.units[i * CHUNK + (lpn % CHUNK as u64) as usize]);
+        }
+    }
+
     fn set(&mut self, lpn: u64, v: u64) {
-        let i = self.chunk(lpn / CHUNK as u64, v != 0);
+        let key = lpn / CHUNK as u64;
+        let i = if v != 0 {
+            Some(self.find_or_create(key))
+        } else {
+            self.find(key)
+        };
         if let Some(i) = i {
-            let slot = &mut self.chunks[i as usize][(lpn % CHUNK as u64) as usize];
+            let slot = &mut self.units[i * CHUNK + (lpn % CHUNK as u64) as usize];
             match (*slot != 0, v != 0) {
                 (false, true) => self.mapped += 1,
                 (true, false) => self.mapped -= 1,
@@ -137,19 +182,68 @@ impl PageMap {
     }
 }
 
+/// Ask the kernel to back `v`'s buffer with huge pages when it is large enough to hold
+/// one (Linux's `madvise` mode of transparent huge pages; a hint: nothing changes but the
+/// time).
+fn huge_pages(v: &Vec<u64>) {
+    const HUGE: usize = 2 << 20;
+    let bytes = v.capacity() * std::mem::size_of::<u64>();
+    let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
+    let end = (v.as_ptr() as usize + bytes) / HUGE * HUGE;
+    if end > start {
+        // SAFETY: the range lies inside `v`'s allocation, which stays alive; MADV_HUGEPAGE
+        // only changes how the kernel backs it, never its contents.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+/// Start loading the cache line of `x` (a hint: nothing changes but the time).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing and cannot fault; `x` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (x as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// Hasher for inode numbers: one multiply (keys come from a trace, not an adversary).
+#[derive(Default)]
+struct InoHasher(u64);
+
+impl std::hash::Hasher for InoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// The approach's (inode, file unit) → logical unit map: one chunked map per file, so
 /// recording a write costs a chunk copy, not a hash insert per 4 KiB.
 #[derive(Default)]
 struct FileUnits {
-    files: HashMap<u64, PageMap>,
+    files: HashMap<u64, PageMap, std::hash::BuildHasherDefault<InoHasher>>,
     /// Reused buffer of logical units + 1 (0 is "unmapped" in a PageMap).
     values: Vec<u64>,
 }
 
 impl FileUnits {
     /// The logical unit file `ino`'s unit `fu` was last written to.
-    fn get(&mut self, ino: u64, fu: u64) -> Option<u64> {
-        self.files.get_mut(&ino)?.get(fu).map(|v| v - 1)
+    fn get(&self, ino: u64, fu: u64) -> Option<u64> {
+        self.files.get(&ino)?.get(fu).map(|v| v - 1)
     }
 
     /// File units `fu..fu + n` of `ino` now live at logical units `lpn..lpn + n`.
@@ -160,6 +254,38 @@ impl FileUnits {
             .entry(ino)
             .or_insert_with(PageMap::new)
             .set_range(fu, &self.values);
+    }
+}
+
+/// Division by a number fixed for the replay: a shift when it is a power of two.
+#[derive(Clone, Copy)]
+struct Divisor {
+    d: u64,
+    shift: Option<u32>,
+}
+
+impl Divisor {
+    fn new(d: u64) -> Divisor {
+        Divisor {
+            d,
+            shift: d.is_power_of_two().then(|| d.trailing_zeros()),
+        }
+    }
+
+    #[inline]
+    fn div(self, x: u64) -> u64 {
+        match self.shift {
+            Some(s) => x >> s,
+            None => x / self.d,
+        }
+    }
+
+    #[inline]
+    fn divides(self, x: u64) -> bool {
+        match self.shift {
+            Some(s) => x & ((1 << s) - 1) == 0,
+            None => x.is_multiple_of(self.d),
+        }
     }
 }
 
@@ -233,8 +359,16 @@ struct Calendar {
 impl Calendar {
     fn reserve(&mut self, ready: u64, dur: u64) -> (u64, u64) {
         let mut s = ready;
-        // First booking that ends after `ready`.
-        let mut i = self.busy.partition_point(|&(_, e)| e <= ready);
+        // First booking that ends after `ready`: usually among the last few (bookings
+        // are made close to the latest ones), so look there before a binary search.
+        let n = self.busy.len();
+        let mut i = n;
+        while i > 0 && n - i < 8 && self.busy[i - 1].1 > ready {
+            i -= 1;
+        }
+        if i > 0 && n - i == 8 && self.busy[i - 1].1 > ready {
+            i = self.busy[..i].partition_point(|&(_, e)| e <= ready);
+        }
         while i < self.busy.len() {
             let (bs, be) = self.busy[i];
             if s + dur <= bs {
@@ -259,11 +393,17 @@ impl Calendar {
         (s, e)
     }
 
-    /// Forget bookings that end before `t`.
+    /// Forget bookings that end before `t`, once more than 32 have ended or all have (the
+    /// same bookings as a search on every call would drop; the common case needs none).
     fn prune(&mut self, t: u64) {
-        let n = self.busy.partition_point(|&(_, e)| e <= t);
-        if n > 32 || n == self.busy.len() {
-            self.busy.drain(..n);
+        match self.busy.last() {
+            None => {}
+            Some(&(_, e)) if e <= t => self.busy.clear(),
+            Some(_) if self.busy.get(32).is_some_and(|&(_, e)| e <= t) => {
+                let n = self.busy.partition_point(|&(_, e)| e <= t);
+                self.busy.drain(..n);
+            }
+            Some(_) => {}
         }
     }
 }
@@ -309,8 +449,15 @@ pub struct Ssd {
     p: Params,
     placement: Placement,
     dies: u32,
-    units_per_g: u64,
-    units_per_page: u64,
+    units_per_g: Divisor,
+    units_per_page: Divisor,
+    /// Each die's channel.
+    die_channel: Vec<usize>,
+    /// Transfer times of a full channel piece on the channel and on the host link, and
+    /// of a page on the channel.
+    piece_ch_ns: u64,
+    piece_host_ns: u64,
+    page_ch_ns: u64,
     read_ns: u64,
     map: PageMap,
     // Write pointers.
@@ -353,8 +500,12 @@ impl Ssd {
         Ok(Ssd {
             placement,
             dies,
-            units_per_g: p.g_bytes / MAP_UNIT,
-            units_per_page: p.page_bytes / MAP_UNIT,
+            units_per_g: Divisor::new(p.g_bytes / MAP_UNIT),
+            units_per_page: Divisor::new(p.page_bytes / MAP_UNIT),
+            die_channel: (0..dies).map(|d| (d % p.channels) as usize).collect(),
+            piece_ch_ns: Params::xfer_ns(p.channel_xfer_bytes, p.channel_mb_s),
+            piece_host_ns: Params::xfer_ns(p.channel_xfer_bytes, p.host_mb_s),
+            page_ch_ns: Params::xfer_ns(p.page_bytes, p.channel_mb_s),
             read_ns: p.read_ns,
             map: PageMap::new(),
             cur_die: 0,
@@ -394,9 +545,7 @@ impl Ssd {
         requests: &[Request],
     ) -> Result<Report, ParamError> {
         let mut ssd = Ssd::new(p, placement)?;
-        for r in requests {
-            ssd.submit(r);
-        }
+        ssd.submit_all(requests);
         Ok(ssd.finish())
     }
 
@@ -430,10 +579,62 @@ impl Ssd {
         readers: u32,
     ) -> Result<Report, ParamError> {
         let mut ssd = Ssd::new(p, placement)?.closed_reads(from_ns, readers);
-        for r in requests {
-            ssd.submit(r);
-        }
+        ssd.submit_all(requests);
         Ok(ssd.finish())
+    }
+
+    /// Submit `requests` in order, asking the cache for what the next ones will look up
+    /// while this one is modeled (the map is too large for the cache, and its entries
+    /// are read at random).
+    fn submit_all(&mut self, requests: &[Request]) {
+        const FILES_AHEAD: usize = 4;
+        const MAP_AHEAD: usize = 2;
+        for (i, r) in requests.iter().enumerate() {
+            if let Some(q) = requests.get(i + FILES_AHEAD) {
+                self.prefetch_files(q);
+            }
+            if let Some(q) = requests.get(i + MAP_AHEAD) {
+                self.prefetch_map(q);
+            }
+            self.submit(r);
+        }
+    }
+
+    /// The approach's file units a write will look up (see [`Ssd::steer`]).
+    #[inline]
+    fn prefetch_files(&self, r: &Request) {
+        if let (Placement::Approach, Op::Write, Some(ino), Some(off)) =
+            (self.placement, r.op, r.inode, r.offset)
+        {
+            if let Some(f) = self.file_units.files.get(&ino) {
+                let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
+                f.prefetch(fu);
+                f.prefetch(fu.saturating_sub(1));
+            }
+        }
+    }
+
+    /// The map entries a request will read or write, and for the approach those of the
+    /// units its file's blocks were written to.
+    #[inline]
+    fn prefetch_map(&self, r: &Request) {
+        if matches!(r.op, Op::Read | Op::Write) {
+            let (first, end) = Self::units(r);
+            // One cache line holds 8 entries.
+            for lpn in (first..end).step_by(8).take(4) {
+                self.map.prefetch(lpn);
+            }
+        }
+        if let (Placement::Approach, Op::Write, Some(ino), Some(off)) =
+            (self.placement, r.op, r.inode, r.offset)
+        {
+            let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
+            for u in [Some(fu), fu.checked_sub(1)].into_iter().flatten() {
+                if let Some(lpn) = self.file_units.get(ino, u) {
+                    self.map.prefetch(lpn);
+                }
+            }
+        }
     }
 
     /// Modeled start of a request: after its recorded dependencies plus its think time.
@@ -565,30 +766,31 @@ impl Ssd {
             let mut cmd_done = stime;
             // Consecutive units in one flash page are one NAND read (conv_read).
             let mut group: Option<(u32, u64, u64)> = None;
-            let mut found = std::mem::take(&mut self.scratch);
-            found.clear();
-            self.map.get_range(u, cmd_end, &mut found);
-            for &v in &found {
-                if v == 0 {
-                    self.r.unmapped_read_bytes += MAP_UNIT;
-                    continue;
-                }
-                let (die, local) = unpack(v);
-                let page = local / self.units_per_page;
-                match &mut group {
-                    Some((d, pg, n)) if *d == die && *pg == page => *n += 1,
-                    g => {
-                        if let Some((d, _, n)) = g.take() {
-                            cmd_done = cmd_done.max(self.nand_read(d, stime, n * MAP_UNIT));
+            // The map's entries are read in place; nand_read does not touch the map.
+            let map = std::mem::replace(&mut self.map, PageMap::new());
+            map.for_range(u, cmd_end, |found| {
+                for &v in found {
+                    if v == 0 {
+                        self.r.unmapped_read_bytes += MAP_UNIT;
+                        continue;
+                    }
+                    let (die, local) = unpack(v);
+                    let page = self.units_per_page.div(local);
+                    match &mut group {
+                        Some((d, pg, n)) if *d == die && *pg == page => *n += 1,
+                        g => {
+                            if let Some((d, _, n)) = g.take() {
+                                cmd_done = cmd_done.max(self.nand_read(d, stime, n * MAP_UNIT));
+                            }
+                            *g = Some((die, page, 1));
                         }
-                        *g = Some((die, page, 1));
                     }
                 }
-            }
+            });
+            self.map = map;
             if let Some((d, _, n)) = group {
                 cmd_done = cmd_done.max(self.nand_read(d, stime, n * MAP_UNIT));
             }
-            self.scratch = found;
             self.inflight.push(Reverse(cmd_done));
             done = done.max(cmd_done);
             u = cmd_end;
@@ -645,16 +847,23 @@ impl Ssd {
             self.read_ns
         };
         let mut ch_start = nand_start + sense;
-        let ch = (die % self.p.channels) as usize;
+        let ch = self.die_channel[d];
         let mut remaining = bytes;
         let mut completed = ch_start;
         while remaining > 0 {
             let x = remaining.min(self.p.channel_xfer_bytes);
-            let xfer = Params::xfer_ns(x, self.p.channel_mb_s);
+            let (xfer, host_xfer) = if x == self.p.channel_xfer_bytes {
+                (self.piece_ch_ns, self.piece_host_ns)
+            } else {
+                (
+                    Params::xfer_ns(x, self.p.channel_mb_s),
+                    Params::xfer_ns(x, self.p.host_mb_s),
+                )
+            };
             self.ch_read_busy[ch] += xfer;
             let (_, e) = self.ch[ch].reserve(ch_start, xfer);
             // Each piece crosses the host link as soon as it left the channel.
-            let (_, he) = self.host.reserve(e, Params::xfer_ns(x, self.p.host_mb_s));
+            let (_, he) = self.host.reserve(e, host_xfer);
             completed = completed.max(he);
             remaining -= x;
             ch_start = e;
@@ -701,7 +910,7 @@ impl Ssd {
             for _ in u..cmd_end {
                 let (die, local) = self.alloc();
                 placed.push(pack(die, local));
-                if (local + 1) % self.units_per_page == 0 {
+                if self.units_per_page.divides(local + 1) {
                     self.program(die, acked);
                 }
             }
@@ -720,7 +929,7 @@ impl Ssd {
         let d = self.cur_die;
         let l = self.local[d as usize];
         self.local[d as usize] += 1;
-        if (l + 1).is_multiple_of(self.units_per_g) {
+        if self.units_per_g.divides(l + 1) {
             self.cur_die = (d + 1) % self.dies;
         }
         (d, l)
@@ -752,12 +961,8 @@ impl Ssd {
     /// Program one full page on `die` once its data is in the buffer at `t`.
     fn program(&mut self, die: u32, t: u64) {
         let d = die as usize;
-        let ch = (die % self.p.channels) as usize;
         let ready = self.die_free[d].max(t);
-        let (_, e) = self.ch[ch].reserve(
-            ready,
-            Params::xfer_ns(self.p.page_bytes, self.p.channel_mb_s),
-        );
+        let (_, e) = self.ch[self.die_channel[d]].reserve(ready, self.page_ch_ns);
         self.die_free[d] = e + self.p.program_ns;
         self.die_owner[d] = u64::MAX;
     }
@@ -1158,10 +1363,115 @@ mod tests {
         for q in &t {
             s.submit(q);
         }
-        assert_eq!(s.map.chunks.len(), 2);
+        assert_eq!(s.map.chunks(), 2);
         let mut d = req(Op::Discard, 0, 4096, 20);
         d.complete_ns = 21;
         s.submit(&d);
         assert_eq!(s.finish().mapped_units, 1);
+    }
+
+    /// A seeded trace shaped like `bench/ssd_replay.rs`'s (flushes, 4 KiB – 256 KiB
+    /// writes, 4 KiB – 1 MiB reads, issue gaps that keep the device saturated) over
+    /// `span` bytes, with discards and unaligned requests mixed in.
+    fn seeded(n: usize, seed: u64, span: u64, gap: u64) -> Vec<Request> {
+        let mut x = seed;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut t = 0u64;
+        (0..n)
+            .map(|i| {
+                let r = next();
+                let (op, bytes) = match i % 20 {
+                    0 => (Op::Flush, 0),
+                    1 => (Op::Discard, 4096 << (r % 6)),
+                    2 => (Op::Write, 512 * (1 + r % 300)),
+                    3..=11 => (Op::Write, 4096 << (r % 7)),
+                    _ => (Op::Read, 4096 << (r % 9)),
+                };
+                let sector = match i % 7 {
+                    0 => next() % (span / 512),
+                    _ => (next() % span) / 4096 * 8,
+                };
+                t += gap / 20 + r % gap;
+                let ino = r % 64;
+                Request {
+                    issue_ns: t,
+                    complete_ns: t + 5_000 + r % 100_000,
+                    sector,
+                    bytes,
+                    op,
+                    inode: (i % 11 != 0).then_some(ino),
+                    offset: (i % 11 != 0).then_some(sector * 512 % (64 << 20)),
+                }
+            })
+            .collect()
+    }
+
+    /// FNV-1a of a report's JSON: every field, floats included, bit for bit.
+    fn fingerprint(r: &Report) -> u64 {
+        serde_json::to_string(r)
+            .unwrap()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+                (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+            })
+    }
+
+    /// The replay's results do not move when the engine is made faster: fixed traces give
+    /// the reports (every time and count) recorded before the change.
+    #[test]
+    fn fixed_traces_give_the_recorded_reports() {
+        let mut got = Vec::new();
+        for (spec, seed, span, gap) in [
+            ("fast24", 1, 8 << 30, 20_000),
+            ("fast24", 2, 64 << 20, 20_000),
+            ("fast24", 3, 1 << 30, 200_000),
+            ("nvme-a", 4, 8 << 30, 20_000),
+            ("sata-a", 5, 256 << 20, 50_000),
+            ("sata-b", 6, 1 << 30, 5_000),
+        ] {
+            let p = Params::parse(spec).unwrap();
+            let t = seeded(60_000, seed, span, gap);
+            for pl in [Placement::WriteOrder, Placement::Approach] {
+                let r = Ssd::replay(&p, pl, &t).unwrap();
+                got.push((r.read_time_ns, r.collisions, r.queued, fingerprint(&r)));
+                let from = t[t.len() / 2].issue_ns;
+                let c = Ssd::replay_closed(&p, pl, &t, from, 4).unwrap();
+                got.push((c.read_time_ns, c.collisions, c.queued, fingerprint(&c)));
+            }
+        }
+        // (read_time_ns, collisions, queued, fingerprint) per preset and seed: write
+        // order, write order with closed-loop readers, approach, approach with readers.
+        let want = [
+            (2126849702, 2518, 18360, 12840830016390775706),
+            (2028649721, 2518, 21586, 514245304431339243),
+            (2279165216, 2507, 18190, 6490564085798233884),
+            (2181553925, 2507, 21265, 8597514228385096485),
+            (4940135777, 31261, 76552, 4363425191386182835),
+            (4806545621, 31261, 79573, 13979540577162166840),
+            (5083701076, 32301, 75571, 3374747091139596477),
+            (4935143348, 32301, 78028, 3352191474673349117),
+            (4292534244, 17699, 10027, 1031129941918142782),
+            (3318090244, 17699, 36277, 4789004928592183502),
+            (4306653042, 17453, 10055, 11415996843710243039),
+            (3327057278, 17453, 36034, 6274394043414679535),
+            (1286742394, 3012, 11387, 6028803484316536911),
+            (1185792838, 3012, 13227, 11056361381435660193),
+            (1349837012, 2878, 10721, 4724217648107955697),
+            (1248912589, 2878, 12355, 13113862017570052181),
+            (18598329869, 31544, 84621, 11533025647428093832),
+            (18262041493, 31544, 102162, 1514270724947457659),
+            (18692787235, 30484, 84648, 16061433423092980590),
+            (18326739862, 30484, 101765, 16528477532137021803),
+            (8149747570, 24823, 116356, 4041663897412271714),
+            (8164958214, 24823, 97759, 6120530224049745277),
+            (8147231839, 24691, 115568, 13019042371964752222),
+            (8161457207, 24691, 97177, 17185158839344916930),
+        ];
+        assert_eq!(got, want);
     }
 }
