@@ -1,5 +1,5 @@
-//! The machine's memory and task limits (/proc/meminfo, /proc/sys/kernel/threads-max) and
-//! /proc/sys/vm knobs: drop_caches.
+//! The machine's memory and task limits (/proc/meminfo, /proc/sys/kernel/threads-max),
+//! /proc/sys/vm knobs (drop_caches) and madvise hints for the process's own memory.
 
 use anyhow::{anyhow, Result};
 
@@ -37,6 +37,23 @@ pub fn threads_max() -> Option<u64> {
         .trim()
         .parse()
         .ok()
+}
+
+/// Ask the kernel to back the whole 2 MiB pages inside `v`'s allocation (its capacity)
+/// with transparent huge pages (MADV_HUGEPAGE, for the `madvise` THP mode). A hint: only
+/// the time of later accesses changes; a failure is ignored.
+pub fn hint_huge_pages<T>(v: &Vec<T>) {
+    const HUGE: usize = 2 << 20;
+    let bytes = v.capacity() * std::mem::size_of::<T>();
+    let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
+    let end = (v.as_ptr() as usize + bytes) / HUGE * HUGE;
+    if end > start {
+        // SAFETY: the range lies inside `v`'s allocation, alive for the call; MADV_HUGEPAGE
+        // changes how the kernel backs it, never its contents.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
 }
 
 #[cfg(test)]

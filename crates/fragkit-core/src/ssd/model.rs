@@ -101,7 +101,7 @@ impl PageMap {
         let cap = self.units.capacity();
         self.units.resize(self.units.len() + CHUNK, 0);
         if self.units.capacity() != cap {
-            huge_pages(&self.units);
+            fragkit_sys::vm::hint_huge_pages(&self.units);
         }
         if key < DENSE {
             if self.dense.len() <= key as usize {
@@ -178,23 +178,6 @@ impl PageMap {
                 _ => {}
             }
             *slot = v;
-        }
-    }
-}
-
-/// Ask the kernel to back `v`'s buffer with huge pages when it is large enough to hold
-/// one (Linux's `madvise` mode of transparent huge pages; a hint: nothing changes but the
-/// time).
-fn huge_pages(v: &Vec<u64>) {
-    const HUGE: usize = 2 << 20;
-    let bytes = v.capacity() * std::mem::size_of::<u64>();
-    let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
-    let end = (v.as_ptr() as usize + bytes) / HUGE * HUGE;
-    if end > start {
-        // SAFETY: the range lies inside `v`'s allocation, which stays alive; MADV_HUGEPAGE
-        // only changes how the kernel backs it, never its contents.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
     }
 }
