@@ -217,3 +217,21 @@ fn trace_for_records_the_profile_it_prices() {
         .unwrap();
     assert_eq!(pick["bytes"].as_u64(), Some(4 << 20), "{r:#}");
 }
+
+/// A sparse file of 8 EiB − 1 with 512 KiB of data: priced in time proportional to its
+/// data (4 requests of 128 KiB), not its size.
+#[test]
+fn a_sparse_file_is_priced_by_its_data() {
+    use std::os::unix::fs::FileExt;
+    let s = scratch(FsType::Xfs, 512 << 20, &[]);
+    let f = s.mountpoint().join("sparse");
+    let file = std::fs::File::create(&f).unwrap();
+    file.write_all_at(&vec![7u8; 512 << 10], 1 << 40).unwrap();
+    file.set_len(i64::MAX as u64).unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    let r = fragkit_json(&["advise", &f.to_string_lossy(), "--format", "json"]);
+    let a = &r["advice"]["files"][0];
+    assert_eq!(a["now"]["device_reads"].as_u64(), Some(4), "{r:#}");
+    assert_eq!(a["read_bytes"].as_u64(), Some(i64::MAX as u64 + 1));
+}

@@ -237,14 +237,32 @@ fn appended(files: &[FileEntry], profile: Option<&Profile>) -> Vec<bool> {
     out
 }
 
-/// The R-sized requests of a span.
-fn requests(offset: u64, length: u64, r: u64) -> Vec<(u64, u64)> {
+/// The R-sized requests of a span (windows from its start) that touch data in `extents`
+/// (sorted by logical offset): a window over holes only reads nothing, and skipping it
+/// keeps the work in proportion to the data, not to the span (a sparse file of 8 EiB, a
+/// profile range of any length).
+fn requests(offset: u64, length: u64, r: u64, extents: &[Extent]) -> Vec<(u64, u64)> {
+    let r = r.max(4096);
     let end = offset.saturating_add(length);
-    let step = usize::try_from(r.max(4096)).unwrap_or(usize::MAX);
-    (offset..end)
-        .step_by(step)
-        .map(|o| (o, (r.max(4096)).min(end - o)))
-        .collect()
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let first = extents.partition_point(|e| e.logical_end() <= offset);
+    for e in extents[first..].iter().take_while(|e| e.logical < end) {
+        if !e.costs_read_io() {
+            continue;
+        }
+        let (s, t) = (e.logical.max(offset), e.logical_end().min(end));
+        if s >= t {
+            continue;
+        }
+        let mut w = offset + (s - offset) / r * r;
+        while w < t {
+            if out.last().is_none_or(|&(last, _)| last < w) {
+                out.push((w, r.min(end - w)));
+            }
+            w = w.saturating_add(r);
+        }
+    }
+    out
 }
 
 /// Modeled time of `spans` on `extents`, their weights applied (rounded to ns at the end).
@@ -256,7 +274,7 @@ fn priced(
 ) -> Result<ReadCost, ParamError> {
     let (mut t, mut n, mut c, mut s) = (0.0, 0.0, 0.0, 0.0);
     for &(o, l, w) in spans {
-        let x = d.read_cost(extents, &requests(o, l, r))?;
+        let x = d.read_cost(extents, &requests(o, l, r, extents))?;
         t += w * x.time_ns as f64;
         n += w * x.device_reads as f64;
         c += w * x.collisions as f64;
@@ -401,7 +419,10 @@ pub fn advise(files: &[FileEntry], opts: &AdviseOptions) -> Result<Advice, Param
             let mut move_ns = 0;
             for &(o, l) in &planned {
                 move_ns += d
-                    .read_cost(&f.file.layout.extents, &requests(o, l, r))?
+                    .read_cost(
+                        &f.file.layout.extents,
+                        &requests(o, l, r, &f.file.layout.extents),
+                    )?
                     .time_ns;
             }
             let at = runs.first().map_or(0, |x| x.physical);
@@ -817,6 +838,28 @@ mod tests {
             choose(&opts, 10, 2_000_000, 10_000_000, 0, false, &[]).0,
             Fix::None
         );
+    }
+
+    /// Windows over holes are not requested: an 8 EiB span with one 4 KiB extent is one
+    /// request; windows are counted from the span's start and each is listed once.
+    #[test]
+    fn requests_cover_the_data_only() {
+        let one = [Extent::plain(1 << 40, 1 << 30, 4 * K)];
+        assert_eq!(
+            requests(0, u64::MAX, 128 * K, &one),
+            vec![(1 << 40, 128 * K)]
+        );
+        let two = [
+            Extent::plain(0, 1 << 30, 64 * K),
+            Extent::plain(64 * K, 2 << 30, 256 * K),
+        ];
+        assert_eq!(
+            requests(0, 320 * K, 128 * K, &two),
+            vec![(0, 128 * K), (128 * K, 128 * K), (256 * K, 64 * K)]
+        );
+        let mut unwritten = Extent::plain(0, 1 << 30, 64 * K);
+        unwritten.flags = fragkit_sys::fiemap::ExtentFlags::UNWRITTEN;
+        assert!(requests(0, 64 * K, 128 * K, &[unwritten]).is_empty());
     }
 
     #[test]
