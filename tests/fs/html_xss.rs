@@ -120,7 +120,19 @@ fn the_check_catches_names_pasted_raw() {
     )
     .unwrap();
     let mut b = open_file(&page);
-    let (pwned, injected, _) = inspect(&mut b, "''");
+    // The payloads run when the page's script and the broken images' error events get to
+    // them, which a loaded machine can put after the first look: look again for up to
+    // 20 s (the pages under test are checked after the same load, and a script that had
+    // not run yet would only make them look safe, which this self-test guards against).
+    let mut seen = inspect(&mut b, "''");
+    for _ in 0..200 {
+        if seen.0 != serde_json::Value::Null && !seen.1.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        seen = inspect(&mut b, "''");
+    }
+    let (pwned, injected, _) = seen;
     assert_ne!(
         pwned,
         serde_json::Value::Null,
