@@ -54,9 +54,8 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
     if args.trace_for.is_some() && !nix::unistd::geteuid().is_root() {
         bail!("advise --trace-for needs root (the eBPF tracer does); record a profile with `sudo fragkit trace -o FILE` and give --profile FILE");
     }
-    for p in &args.paths {
-        walk::check_root(p).map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
+    // Checked before a trace is recorded for nothing.
+    let roots = roots(&args.paths)?;
     let profile = match (&args.profile, args.trace_for) {
         (Some(p), _) => Some(Profile::load(p)?),
         (None, Some(d)) => Some(record(d, args.comm.as_deref().unwrap_or_default())?),
@@ -73,7 +72,7 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
         hot_pct: args.hot_pct,
         reads: args.reads,
     };
-    let (files, mut status) = scan(&args.paths)?;
+    let (files, mut status) = scan(&roots);
     let advice = advise::advise(&files, &opts)?;
     let applied = if args.apply {
         let (a, s) = apply(&args, &opts, &advice)?;
@@ -98,15 +97,19 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
     Ok(status)
 }
 
-/// Every regular file under the paths; unreadable ones named on stderr (status 1).
-fn scan(paths: &[PathBuf]) -> Result<(Vec<FileEntry>, i32)> {
-    let roots = paths
+/// The paths checked as walk roots (one-line error for a missing or unreadable one).
+fn roots(paths: &[PathBuf]) -> Result<Vec<walk::Root>> {
+    paths
         .iter()
         .map(|p| walk::check_root(p).map_err(|e| anyhow::anyhow!("{e}")))
-        .collect::<Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// Every regular file under the roots; unreadable ones named on stderr (status 1).
+fn scan(roots: &[walk::Root]) -> (Vec<FileEntry>, i32) {
     let bar = crate::report::progress::files_spinner();
     let found = crate::scan::scan_roots(
-        &roots,
+        roots,
         &WalkOptions::default(),
         &[DEFAULT_REQUEST_SIZE],
         &|n| bar.set_position(n),
@@ -115,7 +118,7 @@ fn scan(paths: &[PathBuf]) -> Result<(Vec<FileEntry>, i32)> {
     for e in &found.errors {
         fragkit_sys::stderr_line!("fragkit: {}: {}", e.path.display(), e.message);
     }
-    Ok((found.files, i32::from(!found.errors.is_empty())))
+    (found.files, i32::from(!found.errors.is_empty()))
 }
 
 /// `--trace-for D --comm NAME`: the accesses of NAME for D, as a profile.
@@ -203,7 +206,7 @@ fn apply(args: &AdviseArgs, opts: &AdviseOptions, advice: &Advice) -> Result<(Ap
     let again = if paths.is_empty() {
         None
     } else {
-        let (files, _) = scan(&paths)?;
+        let (files, _) = scan(&roots(&paths)?);
         Some(advise::advise(&files, opts)?)
     };
     let now_of: HashMap<&Path, u64> = again

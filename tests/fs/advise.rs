@@ -26,6 +26,16 @@ fn layout(path: &Path, size: u64, frag: u64, distance: u64) {
     .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
 }
 
+/// A file's priced option for one fix.
+fn option<'a>(file: &'a serde_json::Value, fix: &str) -> &'a serde_json::Value {
+    file["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["fix"] == fix)
+        .unwrap_or_else(|| panic!("no {fix} option: {file:#}"))
+}
+
 fn within(actual: f64, predicted: f64, pct: f64) -> bool {
     (actual - predicted).abs() <= predicted * pct / 100.0
 }
@@ -125,12 +135,7 @@ fn a_profile_makes_it_pick_the_hot_range() {
     let r = fragkit_json(&["advise", &fs, "--profile", &pf, "--format", "json"]);
     let a = &r["advice"]["files"][0];
     assert_eq!(a["fix"], "pick", "{r:#}");
-    let pick = a["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["fix"] == "pick")
-        .unwrap();
+    let pick = option(a, "pick");
     assert_eq!(pick["bytes"].as_u64(), Some(hot), "{r:#}");
     // 20 passes over the hot range, each one 4 MiB read.
     assert_eq!(a["read_bytes"].as_u64(), Some(20 * hot));
@@ -209,12 +214,7 @@ fn trace_for_records_the_profile_it_prices() {
     assert_eq!(r["advice"]["access"], "profile", "{r:#}");
     assert!(a["read_bytes"].as_u64().unwrap() >= 4 << 20, "{r:#}");
     assert_eq!(a["fix"], "pick", "{r:#}");
-    let pick = a["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["fix"] == "pick")
-        .unwrap();
+    let pick = option(a, "pick");
     assert_eq!(pick["bytes"].as_u64(), Some(4 << 20), "{r:#}");
 }
 

@@ -184,10 +184,13 @@ pub struct Totals {
 /// (file offset, length, weight): a span read `weight` times in R-sized requests.
 type Span = (u64, u64, f64);
 
-/// The spans each file's priced accesses read.
-fn spans(files: &[FileEntry], profile: Option<&Profile>) -> Vec<Vec<Span>> {
+/// Each file's priced spans, and whether the profile saw it grow (a write reaching its
+/// traced end: moving such a file is undone by its next appends). One match of the
+/// profile's files to the scanned ones serves both.
+fn accesses(files: &[FileEntry], profile: Option<&Profile>) -> (Vec<Vec<Span>>, Vec<bool>) {
+    let mut appended = vec![false; files.len()];
     let Some(profile) = profile else {
-        return files
+        let spans = files
             .iter()
             .map(|f| {
                 let bs = u64::from(f.file.layout.block_size.max(1));
@@ -195,8 +198,9 @@ fn spans(files: &[FileEntry], profile: Option<&Profile>) -> Vec<Vec<Span>> {
                 vec![(0, end, 1.0)]
             })
             .collect();
+        return (spans, appended);
     };
-    let mut out = vec![Vec::new(); files.len()];
+    let mut spans = vec![Vec::new(); files.len()];
     for (pf, idx) in profile
         .files
         .iter()
@@ -209,32 +213,15 @@ fn spans(files: &[FileEntry], profile: Option<&Profile>) -> Vec<Vec<Span>> {
         for r in pf.ranges.iter().filter(|r| r.reads > 0 && r.length > 0) {
             let per = avg.map_or(r.length, |a| a.clamp(1, r.length));
             let weight = r.reads as f64 * per as f64 / r.length as f64;
-            out[i].push((r.offset, r.length, weight));
+            spans[i].push((r.offset, r.length, weight));
         }
+        appended[i] |= pf.size > 0
+            && pf
+                .ranges
+                .iter()
+                .any(|r| r.writes > 0 && r.offset.saturating_add(r.length) >= pf.size);
     }
-    out
-}
-
-/// Whether the profile saw the file grow (a write reaching its traced end): moving such a
-/// file is undone by its next appends.
-fn appended(files: &[FileEntry], profile: Option<&Profile>) -> Vec<bool> {
-    let mut out = vec![false; files.len()];
-    if let Some(profile) = profile {
-        for (pf, idx) in profile
-            .files
-            .iter()
-            .zip(plan::match_profile(files, profile))
-        {
-            if let Some(i) = idx {
-                out[i] |= pf.size > 0
-                    && pf
-                        .ranges
-                        .iter()
-                        .any(|r| r.writes > 0 && r.offset.saturating_add(r.length) >= pf.size);
-            }
-        }
-    }
-    out
+    (spans, appended)
 }
 
 /// The R-sized requests of a span (windows from its start) that touch data in `extents`
@@ -327,38 +314,35 @@ fn split_only(runs: &[Fragment], stripe: u64) -> Vec<Fragment> {
 pub fn after_move(runs: &[Fragment], moved: &[(u64, u64)]) -> Vec<Fragment> {
     let contiguous = contiguous(runs);
     let address_of = |off: u64| {
+        let k = contiguous.partition_point(|r| r.logical_end() <= off);
         contiguous
-            .iter()
-            .find(|r| r.logical <= off && off < r.logical_end())
+            .get(k)
+            .filter(|r| r.logical <= off)
             .map_or(0, |r| r.physical + (off - r.logical))
     };
-    let mut out: Vec<Fragment> = Vec::new();
-    // Parts of runs outside every moved range stay where they are.
+    let piece = |a: u64, b: u64, r: &Fragment| Fragment {
+        logical: a,
+        physical: r.physical + (a - r.logical),
+        length: b - a,
+        extents: 1,
+    };
+    let mut out: Vec<Fragment> = Vec::with_capacity(runs.len() + moved.len());
+    // Parts of runs outside every moved range stay where they are; both lists are sorted,
+    // so one pass over each.
+    let mut k = 0;
     for r in runs {
-        let mut pieces = vec![(r.logical, r.logical_end())];
-        for &(s, l) in moved {
-            let e = s.saturating_add(l);
-            pieces = pieces
-                .into_iter()
-                .flat_map(|(a, b)| {
-                    if e <= a || s >= b {
-                        vec![(a, b)]
-                    } else {
-                        [(a, s.max(a)), (e.min(b), b)]
-                            .into_iter()
-                            .filter(|(x, y)| y > x)
-                            .collect()
-                    }
-                })
-                .collect();
+        let (mut at, end) = (r.logical, r.logical_end());
+        while k < moved.len() && moved[k].0.saturating_add(moved[k].1) <= at {
+            k += 1;
         }
-        for (a, b) in pieces {
-            out.push(Fragment {
-                logical: a,
-                physical: r.physical + (a - r.logical),
-                length: b - a,
-                extents: 1,
-            });
+        for &(s, l) in moved[k..].iter().take_while(|m| m.0 < end) {
+            if s > at {
+                out.push(piece(at, s, r));
+            }
+            at = at.max(s.saturating_add(l));
+        }
+        if at < end {
+            out.push(piece(at, end, r));
         }
     }
     for &(s, l) in moved {
@@ -377,8 +361,7 @@ pub fn after_move(runs: &[Fragment], moved: &[(u64, u64)]) -> Vec<Fragment> {
 pub fn advise(files: &[FileEntry], opts: &AdviseOptions) -> Result<Advice, ParamError> {
     let d = &opts.device;
     let r = opts.request_size;
-    let spans = spans(files, opts.profile.as_ref());
-    let appended = appended(files, opts.profile.as_ref());
+    let (spans, appended) = accesses(files, opts.profile.as_ref());
     let mut modes = vec![(Fix::Bypass, Mode::Bypass), (Fix::Full, Mode::Full)];
     if let Some(m) = Fix::Pick.mode(opts) {
         modes.insert(0, (Fix::Pick, m));
@@ -725,6 +708,15 @@ pub fn prevention(advice: &Advice) -> Vec<String> {
         .collect();
     let now: u64 = prevent.iter().map(|f| f.now.time_ns).sum();
     let after: u64 = prevent.iter().map(|f| f.prevented_ns).sum();
+    let effect = (!prevent.is_empty()).then(|| {
+        format!(
+            "Modeled effect on the {} file{} advised to prevent: {} → {}",
+            prevent.len(),
+            if prevent.len() == 1 { "" } else { "s" },
+            ms(now),
+            ms(after)
+        )
+    });
     let mut out = Vec::new();
     match advice.stripe_bytes {
         Some(s) => {
@@ -733,13 +725,9 @@ pub fn prevention(advice: &Advice) -> Vec<String> {
                 bytes(s),
                 s
             ));
-            if !prevent.is_empty() {
+            if let Some(e) = &effect {
                 out.push(format!(
-                    "Modeled effect on the {} file{} advised to prevent: {} → {} ({:.0}% less).",
-                    prevent.len(),
-                    if prevent.len() == 1 { "" } else { "s" },
-                    ms(now),
-                    ms(after),
+                    "{e} ({:.0}% less).",
                     100.0 * (now - after.min(now)) as f64 / now.max(1) as f64
                 ));
             }
@@ -747,15 +735,7 @@ pub fn prevention(advice: &Advice) -> Vec<String> {
         }
         None => {
             out.push("Preallocate each file's final size (`fallocate -l SIZE`) before writing it: one piece, no seeks between its parts.".into());
-            if !prevent.is_empty() {
-                out.push(format!(
-                    "Modeled effect on the {} file{} advised to prevent: {} → {}.",
-                    prevent.len(),
-                    if prevent.len() == 1 { "" } else { "s" },
-                    ms(now),
-                    ms(after)
-                ));
-            }
+            out.extend(effect.map(|e| format!("{e}.")));
         }
     }
     out
