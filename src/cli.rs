@@ -82,6 +82,15 @@ value_enum_for! {
 }
 
 value_enum_for! {
+    /// `lab --app`: the real application the lab drives.
+    AppArg => crate::lab::app::App {
+        /// RocksDB through db_bench (rocksdb-tools): fillrandom + overwrite build the
+        /// database, readrandom with O_DIRECT reads it (YCSB-C)
+        Rocksdb,
+    }
+}
+
+value_enum_for! {
     /// `lab --workload`: what the lab reads from the fragmented files.
     WorkloadArg => crate::lab::Workload {
         /// Whole files read front to back in 128 KiB O_DIRECT requests (FragPicker's sequential read)
@@ -1465,6 +1474,20 @@ pub struct LabArgs {
     /// What the application reads
     #[arg(long, value_parser = WorkloadArg::parser(), default_value = "seq")]
     pub workload: crate::lab::Workload,
+    /// A real application instead of the synthetic files: its database built on the aged
+    /// file system, traced and advised, then defragmented by every method while it runs
+    /// (needs the application installed: rocksdb-tools for db_bench)
+    #[arg(long, value_parser = AppArg::parser(), conflicts_with_all = ["files", "report_only"])]
+    pub app: Option<crate::lab::app::App>,
+    /// With --app: rounds; each runs every defragmenter once, on its own fresh clone, in
+    /// rotating order, so each ratio is paired within a round
+    #[arg(long, default_value_t = 7, requires = "app")]
+    pub rounds: u32,
+    /// With --app: the scratch device's ceiling while the application runs: sata-ssd
+    /// (Samsung 860 EVO data sheet: 550/520 MB/s, 98k/90k IOPS), none, or
+    /// READ_BPS,WRITE_BPS[,READ_IOPS,WRITE_IOPS]
+    #[arg(long, default_value = "sata-ssd", requires = "app")]
+    pub io_limit: String,
     /// Directory for report.html, report.json, maps/, data/, logs/, reproduce.sh
     #[arg(long, default_value = "fragkit-lab")]
     pub out: PathBuf,

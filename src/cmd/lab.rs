@@ -35,6 +35,23 @@ pub fn run(a: LabArgs) -> Result<i32> {
         scratch_dir: a.scratch_dir,
         seed: a.seed,
     };
+    if let Some(app) = a.app {
+        let io_limit = lab::app::IoLimit::parse(&a.io_limit).map_err(anyhow::Error::msg)?;
+        let spec = lab::app::AppSpec {
+            lab: spec,
+            app,
+            rounds: a.rounds,
+            io_limit,
+        };
+        let mut report = lab::app::run(&spec)?;
+        let out = spec.lab.out.canonicalize().unwrap_or(spec.lab.out.clone());
+        crate::report::lab_app::write_all(&out, &mut report)?;
+        crate::report::to_stdout(|w| match a.format {
+            InfoFormat::Json => crate::report::write_json_pretty(w, &report),
+            InfoFormat::Table => crate::report::lab_app::write_summary(w, &report, &out),
+        })?;
+        return Ok(0);
+    }
     let mut report = lab::run(&spec)?;
     let out = a.out.canonicalize().unwrap_or(a.out);
     crate::report::lab::write_all(&out, &mut report)?;

@@ -11,6 +11,7 @@ pub mod fragpicker;
 pub mod free;
 pub mod ior;
 pub mod lab;
+pub mod lab_app;
 pub mod map;
 pub mod probe;
 pub mod progress;

@@ -32,6 +32,7 @@ mod hostile_paths;
 mod html_xss;
 mod interrupt;
 mod lab;
+mod lab_app;
 mod mpi;
 mod scan_fs;
 mod scratch_cli;

@@ -19,6 +19,7 @@
 //! - Page cache: `fadvise` (posix_fadvise), `cachestat`, `vm` (drop_caches).
 //! - Change notification: `fanotify` and `inotify` (init, marks and watches, the event
 //!   records of a read).
+//! - Block devices: `blkio` (the cgroup v1 device throttle).
 //! - Processes and the machine: `signals`, `pty`, `clock` (CLOCK_MONOTONIC), `affinity`
 //!   (pin a thread to its CPU), `sysconf` (page size), `dev` (device numbers), `tracefs`.
 
@@ -28,6 +29,7 @@
 
 pub mod affinity;
 pub mod alloc;
+pub mod blkio;
 pub mod btrfs_defrag;
 pub mod btrfs_search;
 pub mod btrfs_space;

@@ -9,6 +9,7 @@
 //! Every step is a real `fragkit` (or tool) command run as a child process: the report lists
 //! exactly what ran, and each figure can be reproduced by typing the command.
 
+pub mod app;
 pub mod child;
 pub mod figures;
 pub mod runner;
@@ -603,14 +604,22 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     };
     let pick_name = if traced { "pick" } else { "bypass" };
     let pick_defrag = timed(&pick_mp, &mut || {
-        steps::defrag_pick(&mut r, &pick_mp, traced.then_some(&*profile), &rs_arg)
+        steps::defrag_pick(
+            &mut r,
+            &pick_mp,
+            &pick_mp.join("work"),
+            traced.then_some(&*profile),
+            &rs_arg,
+            "pick",
+        )
     })?;
     let full_defrag = timed(&full_mp, &mut || {
-        steps::defrag_full(&mut r, &full_mp, &rs_arg)
+        steps::defrag_full(&mut r, &full_mp, &full_mp.join("work"), &rs_arg, "full")
     })?;
     let tool_defrag = match (&plan.tool, &tool_mp) {
         (Some((prog, leading)), Some(mp)) => Some(timed(mp, &mut || {
-            steps::defrag_tool(&mut r, prog, leading, mp, &names, &mut notes)
+            let targets: Vec<PathBuf> = names.iter().map(|n| mp.join("work").join(n)).collect();
+            steps::defrag_tool(&mut r, prog, leading, mp, &targets, &mut notes, prog)
         })?),
         _ => None,
     };

@@ -80,6 +80,11 @@ impl Runner {
         self.stop.load(Ordering::SeqCst)
     }
 
+    /// The flag SIGINT and SIGTERM set, for waits the lab does itself.
+    pub fn stop_flag(&self) -> &'static AtomicBool {
+        self.stop
+    }
+
     /// The output directory every step writes under.
     pub fn out(&self) -> &Path {
         &self.out
@@ -91,6 +96,7 @@ impl Runner {
 
     /// From now on show `path` as `$name` in commands.
     pub(crate) fn define(&mut self, name: &str, path: &Path) {
+        self.vars.retain(|(n, _)| n != name);
         self.vars.push((name.to_string(), path.to_path_buf()));
         self.vars
             .sort_by_key(|(_, p)| std::cmp::Reverse(p.as_os_str().len()));
@@ -134,6 +140,20 @@ impl Runner {
         let exe = self.exe.clone();
         let shown = self.show("fragkit", args);
         self.run(name, &exe, args, shown, output, &[0])
+    }
+
+    /// Run another program (an application the lab drives), accepting the exit statuses
+    /// in `ok`.
+    pub(crate) fn tool(
+        &mut self,
+        name: &str,
+        program: &str,
+        args: &[String],
+        output: Option<&str>,
+        ok: &[i32],
+    ) -> Result<String> {
+        let shown = self.show(program, args);
+        self.run(name, Path::new(program), args, shown, output, ok)
     }
 
     /// Run a fragkit command whose exit status 1 means "done, some targets skipped or

@@ -210,11 +210,14 @@ pub(crate) fn trace_workload(
 }
 
 /// Step 6a: fragkit defrag in pick mode on the traced profile, or bypass mode without one.
+/// `target` is what defrag is given (a directory under `mp`); `tag` names its outputs.
 pub(crate) fn defrag_pick(
     r: &mut Runner,
     mp: &Path,
+    target: &Path,
     profile: Option<&Path>,
     rs_arg: &str,
+    tag: &str,
 ) -> Result<DefragFigures> {
     let mode = if profile.is_some() { "pick" } else { "bypass" };
     let mut args = vec![s("defrag"), s("--mode"), s(mode)];
@@ -226,13 +229,19 @@ pub(crate) fn defrag_pick(
         s(rs_arg),
         s("--format"),
         s("json"),
-        p(&mp.join("work")),
+        p(target),
     ]);
-    fragkit_counted(r, &format!("defrag --mode {mode}"), mp, &args, "pick")
+    fragkit_counted(r, &format!("defrag --mode {mode}"), mp, &args, tag)
 }
 
 /// Step 6b: fragkit defrag in full mode.
-pub(crate) fn defrag_full(r: &mut Runner, mp: &Path, rs_arg: &str) -> Result<DefragFigures> {
+pub(crate) fn defrag_full(
+    r: &mut Runner,
+    mp: &Path,
+    target: &Path,
+    rs_arg: &str,
+    tag: &str,
+) -> Result<DefragFigures> {
     let args = vec![
         s("defrag"),
         s("--mode"),
@@ -241,23 +250,24 @@ pub(crate) fn defrag_full(r: &mut Runner, mp: &Path, rs_arg: &str) -> Result<Def
         s(rs_arg),
         s("--format"),
         s("json"),
-        p(&mp.join("work")),
+        p(target),
     ];
-    fragkit_counted(r, "defrag --mode full", mp, &args, "full")
+    fragkit_counted(r, "defrag --mode full", mp, &args, tag)
 }
 
-/// Step 6c: The file system's own defragmenter on the workload's files; what the lab set
-/// up for it goes into `notes`.
+/// Step 6c: The file system's own defragmenter on `targets` (under `mp`); what the lab set
+/// up for it goes into `notes`; `tag` names its outputs.
 pub(crate) fn defrag_tool(
     r: &mut Runner,
     program: &str,
     leading: &[String],
     mp: &Path,
-    names: &[String],
+    targets: &[PathBuf],
     notes: &mut Vec<String>,
+    tag: &str,
 ) -> Result<DefragFigures> {
     let mut args = leading.to_vec();
-    args.extend(names.iter().map(|n| p(&mp.join("work").join(n))));
+    args.extend(targets.iter().map(|t| p(t)));
     // e4defrag's donors come from the same allocator as full mode's: it gets the same
     // mb_max_to_scan, its best setup (with the default 200 it left 4,188-14,173 extents of
     // ~17,000 per file on the comparison image, with the raised value 223-596;
@@ -277,11 +287,11 @@ pub(crate) fn defrag_tool(
     } else {
         None
     };
-    let wargs = writes_args(r, mp, &format!("{program}.out"), program, &args);
+    let wargs = writes_args(r, mp, &format!("{tag}.out"), program, &args);
     let text = r.fragkit_tty(
         program,
         &wargs,
-        &format!("writes-{program}.json"),
+        &format!("writes-{tag}.json"),
         program == "xfs_fsr",
         &[0],
     )?;
@@ -292,8 +302,7 @@ pub(crate) fn defrag_tool(
         }
     }
     let figures = figures::writes_figures(program, &child::parse(program, &text)?)?;
-    let said =
-        std::fs::read_to_string(r.out().join(format!("data/{program}.out"))).unwrap_or_default();
+    let said = std::fs::read_to_string(r.out().join(format!("data/{tag}.out"))).unwrap_or_default();
     let log = r
         .steps
         .last()

@@ -1,0 +1,1061 @@
+//! `fragkit lab --app rocksdb`: a real application on an aged file system, defragmented
+//! while it runs.
+//!
+//! scratch → PaF aging → the application builds its database → trace its reads → advise →
+//! rounds: per contender (none, pick, bypass, full, the file system's own tool), in
+//! rotating order, a fresh block-for-block clone with a device bandwidth ceiling, the
+//! application reading from it, the defragmenter started after a measured stretch of the
+//! application alone; then a fixed read run on the result (real ops/s and device
+//! requests) and the modeled time of the traced profile on it.
+//!
+//! The application's throughput is sampled from its own progress lines, stamped on arrival
+//! with the lab's clock, so the windows before, during and after the defrag are cut at the
+//! instants the defrag started and ended. Each round pairs its own before and during.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::child::{self, Scan, TraceSummary};
+use super::figures::{self, RatioInterval};
+use super::runner::Runner;
+use super::{steps, DefragFigures, LabSpec, LayoutFigures, Machine, Scratches};
+use fragkit_core::io::device::BlockDevice;
+use fragkit_sys::blkio::{DeviceThrottle, ThrottleLimits};
+
+pub const APP_SCHEMA_VERSION: u32 = 1;
+
+/// The application the lab drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum App {
+    /// RocksDB through db_bench (Debian's rocksdb-tools): fillrandom + overwrite build the
+    /// database, readrandom with O_DIRECT reads it (YCSB-C, 100% reads, as FragPicker ran).
+    Rocksdb,
+}
+
+/// Bytes per value db_bench writes (FragPicker's RocksDB runs used 1 KB values).
+const VALUE_SIZE: u64 = 1000;
+/// The request size defrag keeps whole: RocksDB reads one table block (db_bench's 4 KiB
+/// before compression) per request, O_DIRECT-aligned to 512 B, so a read crosses at most
+/// one 4 KiB block boundary and lies within an 8 KiB window.
+const BLOCK_SIZE: &str = "8K";
+/// The application alone before the defrag starts, after it has opened the database and
+/// run for `WARM`.
+const WARM: Duration = Duration::from_secs(1);
+const BEFORE: Duration = Duration::from_secs(3);
+/// The application alone after the defrag ended; also the "during" window of `none`.
+const AFTER: Duration = Duration::from_secs(3);
+/// How long the lab waits for the application's first progress line.
+const START_LIMIT: Duration = Duration::from_secs(60);
+
+impl App {
+    pub fn name(self) -> &'static str {
+        match self {
+            App::Rocksdb => "rocksdb",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            App::Rocksdb => {
+                "RocksDB (db_bench 'readrandom', O_DIRECT 4 KiB block reads, one thread) on a database built by fillrandom + overwrite"
+            }
+        }
+    }
+
+    pub fn program(self) -> &'static str {
+        match self {
+            App::Rocksdb => "db_bench",
+        }
+    }
+
+    /// Keys for a file system of `fs_size` bytes: raw data of a fifth of it.
+    pub fn keys(self, fs_size: u64) -> u64 {
+        (fs_size / 5 / VALUE_SIZE).max(10_000)
+    }
+
+    fn db_args(self, db: &Path) -> Vec<String> {
+        vec![
+            format!("--db={}", db.display()),
+            format!("--wal_dir={}", db.display()),
+        ]
+    }
+
+    /// Build the database.
+    fn fill_args(self, db: &Path, keys: u64, seed: u64) -> Vec<String> {
+        let mut a = self.db_args(db);
+        a.extend([
+            "--benchmarks=fillrandom,overwrite".into(),
+            format!("--num={keys}"),
+            format!("--value_size={VALUE_SIZE}"),
+            format!("--seed={seed}"),
+        ]);
+        a
+    }
+
+    /// Read it: `reads` operations, or for `duration` seconds, progress every
+    /// `stats_every` operations on stderr.
+    fn read_args(
+        self,
+        db: &Path,
+        keys: u64,
+        seed: u64,
+        reads: Option<u64>,
+        duration: Option<u64>,
+        stats_every: Option<u64>,
+    ) -> Vec<String> {
+        let mut a = self.db_args(db);
+        a.extend([
+            "--use_existing_db=1".into(),
+            "--benchmarks=readrandom".into(),
+            "--use_direct_reads=1".into(),
+            // Reads only: no compaction may rewrite the files under the defragmenter.
+            "--disable_auto_compactions=1".into(),
+            format!("--num={keys}"),
+            format!("--seed={seed}"),
+        ]);
+        if let Some(r) = reads {
+            a.push(format!("--reads={r}"));
+        }
+        if let Some(d) = duration {
+            a.push(format!("--duration={d}"));
+        }
+        if let Some(s) = stats_every {
+            a.push(format!("--stats_interval={s}"));
+        }
+        a
+    }
+
+    /// ops/s from the application's closing line.
+    fn ops_per_sec(self, stdout: &str) -> Option<f64> {
+        match self {
+            App::Rocksdb => stdout
+                .lines()
+                .find(|l| l.starts_with("readrandom"))
+                .and_then(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    let i = w.iter().position(|x| *x == "ops/sec")?;
+                    w.get(i - 1)?.parse().ok()
+                }),
+        }
+    }
+
+    /// Operations done so far, from one progress line
+    /// ("... thread 0: (1000,25000) ops and (...) ops/second in (...) seconds").
+    fn progress(self, line: &str) -> Option<u64> {
+        match self {
+            App::Rocksdb => {
+                let rest = line.split_once("thread ")?.1;
+                let inner = rest.split_once('(')?.1.split_once(')')?.0;
+                inner.split_once(',')?.1.trim().parse().ok()
+            }
+        }
+    }
+}
+
+/// A device bandwidth ceiling by name: what the scratch device may serve per second.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct IoLimit {
+    pub name: String,
+    pub read_bytes_per_s: u64,
+    pub write_bytes_per_s: u64,
+    pub read_iops: u64,
+    pub write_iops: u64,
+    pub source: String,
+}
+
+impl IoLimit {
+    /// Samsung 860 EVO (SATA, 250 GB-4 TB) data sheet: sequential read up to 550 MB/s,
+    /// write up to 520 MB/s, random 4 KB QD32 read up to 98,000 IOPS, write up to 90,000.
+    pub fn sata_ssd() -> IoLimit {
+        IoLimit {
+            name: "sata-ssd".into(),
+            read_bytes_per_s: 550_000_000,
+            write_bytes_per_s: 520_000_000,
+            read_iops: 98_000,
+            write_iops: 90_000,
+            source: "Samsung 860 EVO data sheet (550/520 MB/s, 98k/90k IOPS)".into(),
+        }
+    }
+
+    /// `sata-ssd`, `none`, or `RBPS,WBPS[,RIOPS,WIOPS]` (bytes and requests per second,
+    /// K/M/G suffixes for bytes).
+    pub fn parse(text: &str) -> Result<Option<IoLimit>, String> {
+        match text {
+            "none" => return Ok(None),
+            "sata-ssd" => return Ok(Some(IoLimit::sata_ssd())),
+            _ => {}
+        }
+        let expected = || {
+            format!(
+                "--io-limit {text}: expected sata-ssd, none, or READ_BPS,WRITE_BPS[,READ_IOPS,WRITE_IOPS] (e.g. 500M,450M,90000,80000)"
+            )
+        };
+        let parts: Vec<&str> = text.split(',').collect();
+        if parts.len() != 2 && parts.len() != 4 {
+            return Err(expected());
+        }
+        let size = |s: &str| fragkit_core::units::parse_size(s).map_err(|_| expected());
+        let count = |s: &str| s.parse::<u64>().map_err(|_| expected());
+        let l = IoLimit {
+            name: text.into(),
+            read_bytes_per_s: size(parts[0])?,
+            write_bytes_per_s: size(parts[1])?,
+            read_iops: parts.get(2).map_or(Ok(0), |s| count(s))?,
+            write_iops: parts.get(3).map_or(Ok(0), |s| count(s))?,
+            source: "given with --io-limit".into(),
+        };
+        if l.read_bytes_per_s == 0 || l.write_bytes_per_s == 0 {
+            return Err(expected());
+        }
+        Ok(Some(l))
+    }
+
+    fn throttle(&self) -> ThrottleLimits {
+        ThrottleLimits {
+            read_bps: self.read_bytes_per_s,
+            write_bps: self.write_bytes_per_s,
+            read_iops: self.read_iops,
+            write_iops: self.write_iops,
+        }
+    }
+}
+
+/// How to run the application lab.
+#[derive(Debug, Clone)]
+pub struct AppSpec {
+    /// fs, size, paf, out, keep, scratch_dir, seed and baseline as `fragkit lab` has them.
+    pub lab: LabSpec,
+    pub app: App,
+    pub rounds: u32,
+    pub io_limit: Option<IoLimit>,
+}
+
+/// One contender in one round.
+#[derive(Debug, Clone, Serialize)]
+pub struct AppRound {
+    pub round: u32,
+    /// The application's ops/s alone just before the defrag, while it ran, and just after.
+    pub before_ops_per_s: f64,
+    pub during_ops_per_s: f64,
+    pub after_ops_per_s: f64,
+    /// during ÷ before of this round.
+    pub during_ratio: f64,
+    /// The defrag's window in seconds since the application's first progress line.
+    pub defrag_start_s: f64,
+    pub defrag_end_s: f64,
+    /// What the defragmenter did (none: no defrag).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defrag: Option<DefragFigures>,
+    /// The fixed read run on the result, caches dropped: ops/s and the device's reads.
+    pub read_ops_per_s: f64,
+    pub read_requests: u64,
+    pub read_bytes: u64,
+    /// The traced profile priced on the result (fast24 model), ns.
+    pub modeled_ns: u64,
+    /// (seconds since the defrag started, ops/s) every progress line.
+    pub series: Vec<(f64, f64)>,
+}
+
+/// A figure over the rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Spread {
+    pub fn of(v: &[f64]) -> Option<Spread> {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        Some(Spread {
+            median: figures::median(&v),
+            min: v.iter().copied().fold(f64::INFINITY, f64::min),
+            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            n: v.len(),
+        })
+    }
+}
+
+/// One contender over all rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Contender {
+    pub name: String,
+    /// The defrag command as run (shown with the lab's variables), none for `none`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub rounds: Vec<AppRound>,
+    /// during ÷ before per round: its median and sign-test interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub during_ratio: Option<RatioInterval>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defrag_seconds: Option<Spread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_bytes_written: Option<Spread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_ops_per_s: Option<Spread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_requests: Option<Spread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modeled_ms: Option<Spread>,
+}
+
+/// A contender against the file system's own tool, paired by round.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersusTool {
+    pub contender: String,
+    pub tool: String,
+    /// Bytes the device wrote during the defrag: contender ÷ tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_written: Option<Spread>,
+    /// The application's slowdown (1 − during ÷ before): contender ÷ tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slowdown: Option<Spread>,
+    /// The defrag's time: contender ÷ tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<Spread>,
+    /// Device read requests of the fixed read run after: contender ÷ tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_requests: Option<Spread>,
+}
+
+/// What `fragkit advise` said before anything moved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Advice {
+    pub device: String,
+    pub answer: String,
+    pub now_ns: u64,
+    pub contiguous_ns: u64,
+    pub excess_ns: u64,
+    pub bytes_to_move: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AppReport {
+    pub version: u32,
+    pub started_utc: String,
+    pub seconds: f64,
+    pub app: App,
+    pub app_description: String,
+    pub fs: String,
+    pub size: u64,
+    pub paf: String,
+    pub seed: u64,
+    pub keys: u64,
+    pub value_size: u64,
+    pub rounds: u32,
+    /// The device ceiling every round ran under (none: the RAM-backed loop device as is).
+    pub io_limit: Option<IoLimit>,
+    /// How the ceiling was applied.
+    pub io_limit_how: String,
+    pub machine: Machine,
+    /// The database as the application left it, before any defrag.
+    pub database: LayoutFigures,
+    pub trace: TraceSummary,
+    pub advice: Vec<Advice>,
+    pub contenders: Vec<Contender>,
+    pub versus_tool: Vec<VersusTool>,
+    /// The interference chart, relative to the output directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    pub steps: Vec<super::runner::StepRecord>,
+    pub variables: BTreeMap<String, PathBuf>,
+    pub notes: Vec<String>,
+}
+
+/// The application running in the background: its progress lines stamped on arrival.
+struct Running {
+    child: Child,
+    samples: Arc<Mutex<Vec<(Instant, u64)>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(app: App, args: &[String], log: &Path, stdout: &Path) -> Result<Running> {
+        let mut child = Command::new(app.program())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(fs::File::create(stdout)?))
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| anyhow!("{}: cannot run: {e}", app.program()))?;
+        let pipe = child.stderr.take().context("application's stderr")?;
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&samples);
+        let mut log = fs::File::create(log)?;
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let now = Instant::now();
+                let _ = writeln!(log, "{line}");
+                if let Some(ops) = app.progress(&line) {
+                    if let Ok(mut s) = seen.lock() {
+                        s.push((now, ops));
+                    }
+                }
+            }
+        });
+        Ok(Running {
+            child,
+            samples,
+            reader: Some(reader),
+        })
+    }
+
+    /// Wait for the first progress line (the database is open and reading).
+    fn started(&mut self, stop: &dyn Fn() -> bool) -> Result<Instant> {
+        let t = Instant::now();
+        loop {
+            if let Some(first) = self.samples.lock().ok().and_then(|s| s.first().copied()) {
+                return Ok(first.0);
+            }
+            if let Some(status) = self.child.try_wait()? {
+                bail!("the application ended before its first progress line ({status})");
+            }
+            if t.elapsed() > START_LIMIT || stop() {
+                bail!("the application showed no progress within {START_LIMIT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(mut self) -> Vec<(Instant, u64)> {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        self.samples.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.reader.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Operations done at instant `t`, linear between progress lines.
+fn ops_at(samples: &[(f64, u64)], t: f64) -> Option<f64> {
+    let i = samples.partition_point(|s| s.0 < t);
+    match samples.get(i) {
+        Some(s) if s.0 == t => return Some(s.1 as f64),
+        None => return None,
+        _ if i == 0 => return None,
+        _ => {}
+    }
+    let (t0, o0) = samples[i - 1];
+    let (t1, o1) = samples[i];
+    let f = if t1 > t0 { (t - t0) / (t1 - t0) } else { 0.0 };
+    Some(o0 as f64 + f * (o1 as f64 - o0 as f64))
+}
+
+/// ops/s between `a` and `b` (seconds on the samples' clock).
+pub fn rate(samples: &[(f64, u64)], a: f64, b: f64) -> Option<f64> {
+    if b <= a {
+        return None;
+    }
+    Some((ops_at(samples, b)? - ops_at(samples, a)?) / (b - a))
+}
+
+/// The contenders, `none` first, then pick, bypass, full and the tool.
+fn contender_names(tool: Option<&str>) -> Vec<String> {
+    let mut v: Vec<String> = ["none", "pick", "bypass", "full"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    v.extend(tool.map(str::to_string));
+    v
+}
+
+/// The traced profile with `from` (the traced mount) replaced by `to` in every path and the
+/// device numbers dropped, so defrag and advise find the clone's files by path.
+fn retarget_profile(profile: &Path, from: &Path, to: &Path, out: &Path) -> Result<()> {
+    let text = fs::read_to_string(profile)
+        .with_context(|| format!("{}: cannot read", profile.display()))?;
+    let mut v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a trace profile", profile.display()))?;
+    let files = v
+        .get_mut("files")
+        .and_then(|f| f.as_array_mut())
+        .ok_or_else(|| anyhow!("{}: no files in the profile", profile.display()))?;
+    for f in files {
+        if let Some(obj) = f.as_object_mut() {
+            if let Some(p) = obj.get("path").and_then(|p| p.as_str()) {
+                let moved = Path::new(p)
+                    .strip_prefix(from)
+                    .map(|rel| to.join(rel))
+                    .unwrap_or_else(|_| PathBuf::from(p));
+                obj.insert(
+                    "path".into(),
+                    serde_json::Value::String(moved.to_string_lossy().into_owned()),
+                );
+            }
+            obj.remove("dev");
+        }
+    }
+    fs::write(out, serde_json::to_string(&v)? + "\n")
+        .with_context(|| format!("{}: cannot write", out.display()))
+}
+
+#[derive(Deserialize)]
+struct AdviseOut {
+    advice: AdviseBody,
+}
+
+#[derive(Deserialize)]
+struct AdviseBody {
+    device: String,
+    answer: String,
+    totals: AdviseTotals,
+}
+
+#[derive(Deserialize)]
+struct AdviseTotals {
+    now_ns: u64,
+    contiguous_ns: u64,
+    excess_ns: u64,
+    bytes_to_move: u64,
+}
+
+fn advise(
+    r: &mut Runner,
+    name: &str,
+    db: &Path,
+    profile: &Path,
+    device: &str,
+    output: &str,
+) -> Result<Advice> {
+    let text = r.fragkit(
+        name,
+        &[
+            "advise".into(),
+            db.to_string_lossy().into_owned(),
+            "--profile".into(),
+            profile.to_string_lossy().into_owned(),
+            "--device".into(),
+            device.into(),
+            "--format".into(),
+            "json".into(),
+        ],
+        Some(output),
+    )?;
+    let a: AdviseOut = child::parse(name, &text)?;
+    Ok(Advice {
+        device: a.advice.device,
+        answer: a.advice.answer,
+        now_ns: a.advice.totals.now_ns,
+        contiguous_ns: a.advice.totals.contiguous_ns,
+        excess_ns: a.advice.totals.excess_ns,
+        bytes_to_move: a.advice.totals.bytes_to_move,
+    })
+}
+
+/// The per-contender summaries over its rounds.
+fn summarize(name: String, command: Option<String>, rounds: Vec<AppRound>) -> Contender {
+    let col = |f: &dyn Fn(&AppRound) -> Option<f64>| -> Vec<f64> {
+        rounds.iter().filter_map(f).collect()
+    };
+    let ratios = col(&|r| Some(r.during_ratio));
+    Contender {
+        name,
+        command,
+        during_ratio: figures::sign_test_interval(&ratios),
+        defrag_seconds: Spread::of(&col(&|r| r.defrag.as_ref().map(|d| d.seconds))),
+        device_bytes_written: Spread::of(&col(&|r| {
+            r.defrag.as_ref().map(|d| d.device_bytes_written as f64)
+        })),
+        read_ops_per_s: Spread::of(&col(&|r| Some(r.read_ops_per_s))),
+        read_requests: Spread::of(&col(&|r| Some(r.read_requests as f64))),
+        modeled_ms: Spread::of(&col(&|r| Some(r.modeled_ns as f64 / 1e6))),
+        rounds,
+    }
+}
+
+/// Each contender against the tool, paired by round.
+pub fn versus_tool(contenders: &[Contender], tool: &str) -> Vec<VersusTool> {
+    let Some(t) = contenders.iter().find(|c| c.name == tool) else {
+        return Vec::new();
+    };
+    let by_round = |c: &Contender, f: &dyn Fn(&AppRound) -> Option<f64>| -> Vec<f64> {
+        c.rounds
+            .iter()
+            .filter_map(|r| {
+                let tr = t.rounds.iter().find(|x| x.round == r.round)?;
+                let (a, b) = (f(r)?, f(tr)?);
+                (b > 0.0).then_some(a / b)
+            })
+            .collect()
+    };
+    contenders
+        .iter()
+        .filter(|c| c.name != tool && c.name != "none")
+        .map(|c| VersusTool {
+            contender: c.name.clone(),
+            tool: tool.to_string(),
+            bytes_written: Spread::of(&by_round(c, &|r| {
+                r.defrag.as_ref().map(|d| d.device_bytes_written as f64)
+            })),
+            // Not clamped at 0: a slowdown inside the control's noise may come out negative.
+            slowdown: Spread::of(&by_round(c, &|r| Some(1.0 - r.during_ratio))),
+            seconds: Spread::of(&by_round(c, &|r| r.defrag.as_ref().map(|d| d.seconds))),
+            read_requests: Spread::of(&by_round(c, &|r| Some(r.read_requests as f64))),
+        })
+        .collect()
+}
+
+pub fn run(spec: &AppSpec) -> Result<AppReport> {
+    fragkit_core::scratch::require_root("fragkit lab --app")?;
+    if spec.rounds == 0 {
+        bail!("--rounds 0: expected at least one round");
+    }
+    let app = spec.app;
+    if !super::tool_available(app.program()) {
+        bail!(
+            "--app {}: {} is not installed (Debian: apt-get install rocksdb-tools)",
+            app.name(),
+            app.program()
+        );
+    }
+    let io_limit_how = match &spec.io_limit {
+        Some(_) => {
+            if fragkit_sys::blkio::root().is_none() {
+                bail!("--io-limit: this machine has no cgroup v1 blkio hierarchy with throttling (the lab limits the scratch loop device through blkio.throttle.*_device in its root group); use --io-limit none");
+            }
+            "cgroup v1 blkio throttle (blkio.throttle.{read,write}_{bps,iops}_device) on each clone's loop device in the root group: every request to the device counts, the file system's writeback included; reads and writes have separate budgets, as in io.max".to_string()
+        }
+        None => "none: the RAM-backed loop device as it is; the application and the defragmenter compete for CPU, not for a device's bandwidth".to_string(),
+    };
+    let lab = &spec.lab;
+    super::prepare_out(&lab.out)?;
+    let out = lab.out.canonicalize()?;
+    let t0 = Instant::now();
+    let started_utc = super::utc_now();
+    let tool = if lab.baseline {
+        figures::baseline_tool(lab.fs).filter(|(p, _)| super::tool_available(p))
+    } else {
+        None
+    };
+    let names = contender_names(tool.as_ref().map(|t| t.0));
+    let per_round = names.len() as u64 * 4;
+    let mut r = Runner::new(&out, 7 + per_round * spec.rounds as u64)?;
+    let mut notes = Vec::new();
+    let (images, images_made, in_ram) = super::images_dir(lab, 2)?;
+    r.define("IMAGES", &images);
+    let mut scratches = Scratches {
+        exe: r.exe().to_path_buf(),
+        mounts: Vec::new(),
+        keep: lab.keep,
+        images: images_made.then(|| images.clone()),
+        dirs: vec![images.join("base")],
+    };
+    if in_ram && spec.io_limit.is_none() {
+        notes.push("The scratch images are in RAM and no --io-limit was set: the defragmenter slows the application only through CPU and kernel locks, not through a device's bandwidth.".into());
+    }
+
+    // 1. Scratch, aged with PaF, then the application's database.
+    let base_info = steps::create_base(&mut r, lab, &images)?;
+    let base = base_info.mountpoint.clone();
+    scratches.mounts.push(base.clone());
+    r.define("BASE", &base);
+    if lab.paf != figures::NO_PAF {
+        steps::age_paf(&mut r, lab, &base)?;
+    }
+    let keys = app.keys(lab.size);
+    let db = base.join("db");
+    r.tool(
+        &format!("{} fill", app.name()),
+        app.program(),
+        &app.fill_args(&db, keys, lab.seed),
+        Some("app-fill.out"),
+        &[0],
+    )?;
+    let text = r.fragkit(
+        "scan (database)",
+        &[
+            "scan".into(),
+            "--format".into(),
+            "json".into(),
+            "-r".into(),
+            BLOCK_SIZE.into(),
+            db.to_string_lossy().into_owned(),
+        ],
+        Some("scan-database.json"),
+    )?;
+    let scan: Scan = child::parse("scan", &text)?;
+    let database = figures::layout_figures("scan (database)", &scan)?;
+
+    // 2. Trace the application's reads: the profile pick moves by and advise prices.
+    let profile = out.join("data/profile.json");
+    let reads = (keys / 20).max(1000);
+    let mut targs = vec![
+        "trace".into(),
+        "--mount".into(),
+        base.to_string_lossy().into_owned(),
+        "-o".into(),
+        profile.to_string_lossy().into_owned(),
+        "--".into(),
+        app.program().into(),
+    ];
+    targs.extend(app.read_args(&db, keys, lab.seed + 1, Some(reads), None, None));
+    let traced = r.fragkit("trace application", &targs, Some("trace-app.out"))?;
+    let trace = TraceSummary::of(&fragkit_trace::profile::Profile::load(&profile)?);
+    if trace.files == 0 {
+        bail!("the trace saw no reads of the database's files");
+    }
+    // Progress about 20 times a second at the traced speed.
+    let traced_rate = app.ops_per_sec(&traced).unwrap_or(20_000.0);
+    let stats_every = ((traced_rate / 20.0) as u64).max(50);
+    let mut advice = Vec::new();
+    for device in [super::MODEL, super::DISK_MODEL] {
+        advice.push(advise(
+            &mut r,
+            &format!("advise ({device})"),
+            &db,
+            &profile,
+            device,
+            &format!("advise-{device}.json"),
+        )?);
+    }
+
+    // 3. Rounds: every contender once per round, in rotating order, each on a fresh clone.
+    let mut results: BTreeMap<String, (Option<String>, Vec<AppRound>)> = BTreeMap::new();
+    for k in 0..spec.rounds {
+        for i in 0..names.len() {
+            let name = &names[(k as usize + i) % names.len()];
+            let round = run_round(
+                &mut r,
+                spec,
+                &RoundSetup {
+                    base: &base,
+                    images: &images,
+                    profile: &profile,
+                    keys,
+                    reads,
+                    stats_every,
+                    tool: tool.as_ref(),
+                },
+                name,
+                k + 1,
+                &mut scratches,
+                &mut notes,
+            )?;
+            let entry = results.entry(name.clone()).or_default();
+            entry.0 = entry.0.take().or(round.1);
+            entry.1.push(round.0);
+        }
+    }
+    let mut contenders: Vec<Contender> = names
+        .iter()
+        .filter_map(|n| {
+            let (command, rounds) = results.remove(n)?;
+            Some(summarize(n.clone(), command, rounds))
+        })
+        .collect();
+    for c in &mut contenders {
+        c.rounds.sort_by_key(|r| r.round);
+    }
+    let versus = tool
+        .as_ref()
+        .map(|t| versus_tool(&contenders, t.0))
+        .unwrap_or_default();
+    // The tool's setup note is written for the lab's reproduce.sh, which --app has not.
+    for n in &mut notes {
+        if let Some(i) = n.find("; reproduce.sh sets it") {
+            n.truncate(i);
+        }
+    }
+    notes.sort();
+    notes.dedup();
+    let variables: BTreeMap<String, PathBuf> = r.variables().into_iter().collect();
+    r.finish();
+    drop(scratches);
+    Ok(AppReport {
+        version: APP_SCHEMA_VERSION,
+        started_utc,
+        seconds: t0.elapsed().as_secs_f64(),
+        app,
+        app_description: app.describe().into(),
+        fs: lab.fs.name().into(),
+        size: lab.size,
+        paf: lab.paf.clone(),
+        seed: lab.seed,
+        keys,
+        value_size: VALUE_SIZE,
+        rounds: spec.rounds,
+        io_limit: spec.io_limit.clone(),
+        io_limit_how,
+        machine: super::machine(&base_info.dir),
+        database,
+        trace,
+        advice,
+        contenders,
+        versus_tool: versus,
+        chart: None,
+        steps: r.steps.clone(),
+        variables,
+        notes,
+    })
+}
+
+struct RoundSetup<'a> {
+    base: &'a Path,
+    images: &'a Path,
+    profile: &'a Path,
+    keys: u64,
+    reads: u64,
+    stats_every: u64,
+    tool: Option<&'a (&'static str, Vec<String>)>,
+}
+
+/// One contender in round `k`: clone, ceiling, the application, the defrag under it, the
+/// fixed read run and the modeled profile after; the clone is destroyed at the end.
+fn run_round(
+    r: &mut Runner,
+    spec: &AppSpec,
+    s: &RoundSetup,
+    name: &str,
+    k: u32,
+    scratches: &mut Scratches,
+    notes: &mut Vec<String>,
+) -> Result<(AppRound, Option<String>)> {
+    let app = spec.app;
+    let var = "CLONE";
+    let dir = s.images.join("clone");
+    scratches.dirs.push(dir.clone());
+    let info = steps::clone_scratch(r, s.base, s.images, var)?;
+    let mp = info.mountpoint.clone();
+    scratches.mounts.push(mp.clone());
+    let db = mp.join("db");
+    let tag = format!("{name}-r{k}");
+    let device = BlockDevice::for_path(&mp)?;
+    let throttle = match &spec.io_limit {
+        Some(l) => Some(
+            DeviceThrottle::set((device.major, device.minor), l.throttle()).map_err(|e| {
+                anyhow!(
+                    "--io-limit: cannot throttle {}: {e}",
+                    device.dev_path().display()
+                )
+            })?,
+        ),
+        None => None,
+    };
+    let profile = r.out().join(format!("data/profile-{tag}.json"));
+    retarget_profile(s.profile, s.base, &mp, &profile)?;
+
+    // The application, cold, reading for as long as the round needs.
+    fragkit_core::io::job::drop_caches()?;
+    let run_args = app.read_args(
+        &db,
+        s.keys,
+        spec.lab.seed + 2 + k as u64,
+        None,
+        Some(3600),
+        Some(s.stats_every),
+    );
+    let mut running = Running::start(
+        app,
+        &run_args,
+        &r.out().join(format!("logs/app-{tag}.log")),
+        &r.out().join(format!("data/app-{tag}.out")),
+    )?;
+    let flag = r.stop_flag();
+    let stopped = || flag.load(std::sync::atomic::Ordering::SeqCst);
+    let first = running.started(&stopped)?;
+    let wait_until = |t: Instant| {
+        while Instant::now() < t && !stopped() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait_until(first + WARM + BEFORE);
+    let shown_before = r.steps.len();
+    let d_start = Instant::now();
+    let defrag = match name {
+        "none" => {
+            wait_until(d_start + AFTER);
+            None
+        }
+        "pick" => Some(steps::defrag_pick(
+            r,
+            &mp,
+            &db,
+            Some(&profile),
+            BLOCK_SIZE,
+            &tag,
+        )?),
+        "bypass" => Some(steps::defrag_pick(r, &mp, &db, None, BLOCK_SIZE, &tag)?),
+        "full" => Some(steps::defrag_full(r, &mp, &db, BLOCK_SIZE, &tag)?),
+        _ => {
+            let (prog, leading) = s.tool.ok_or_else(|| anyhow!("no tool for {name}"))?;
+            Some(steps::defrag_tool(
+                r,
+                prog,
+                leading,
+                &mp,
+                std::slice::from_ref(&db),
+                notes,
+                &tag,
+            )?)
+        }
+    };
+    let d_end = Instant::now();
+    wait_until(d_end + AFTER);
+    let samples = running.stop();
+    if r.stopped() {
+        bail!("{}", super::runner::INTERRUPTED);
+    }
+    let command =
+        (r.steps.len() > shown_before).then(|| r.steps[r.steps.len() - 1].command.clone());
+    let secs = |t: Instant| t.saturating_duration_since(first).as_secs_f64();
+    let rel: Vec<(f64, u64)> = samples.iter().map(|(t, o)| (secs(*t), *o)).collect();
+    let (ds, de) = (secs(d_start), secs(d_end));
+    let window = |a: f64, b: f64, what: &str| {
+        rate(&rel, a, b).ok_or_else(|| {
+            anyhow!("{name}, round {k}: the application's progress does not cover the {what} window ({a:.2}-{b:.2} s)")
+        })
+    };
+    let before = window(ds - BEFORE.as_secs_f64(), ds, "before")?;
+    // A defrag shorter than two progress lines is measured over the lines around it.
+    let during = window(ds, de.max(ds + 0.1), "during")?;
+    let after = window(de, de + AFTER.as_secs_f64() - 0.2, "after")?;
+    let series = rel
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| (w[1].0 - ds, (w[1].1 - w[0].1) as f64 / (w[1].0 - w[0].0)))
+        .collect();
+
+    // The result read back the same way every time: real, device requests, modeled.
+    fragkit_core::io::job::drop_caches()?;
+    let s0 = device.settled_stats()?;
+    let out = r.tool(
+        &format!("{} read ({name}, round {k})", app.name()),
+        app.program(),
+        &app.read_args(&db, s.keys, spec.lab.seed + 1, Some(s.reads), None, None),
+        Some(&format!("app-read-{tag}.out")),
+        &[0],
+    )?;
+    let s1 = device.settled_stats()?;
+    let delta = s0.delta(&s1);
+    let read_ops_per_s = app
+        .ops_per_sec(&out)
+        .ok_or_else(|| anyhow!("{name}, round {k}: no ops/sec in the application's output"))?;
+    let modeled = advise(
+        r,
+        &format!("advise ({name}, round {k})"),
+        &db,
+        &profile,
+        super::MODEL,
+        &format!("advise-{tag}.json"),
+    )?;
+    drop(throttle);
+    r.fragkit(
+        &format!("scratch destroy ({name}, round {k})"),
+        &[
+            "scratch".into(),
+            "destroy".into(),
+            mp.to_string_lossy().into_owned(),
+        ],
+        None,
+    )?;
+    scratches.mounts.retain(|m| m != &mp);
+    Ok((
+        AppRound {
+            round: k,
+            before_ops_per_s: before,
+            during_ops_per_s: during,
+            after_ops_per_s: after,
+            during_ratio: if before > 0.0 {
+                during / before
+            } else {
+                f64::NAN
+            },
+            defrag_start_s: ds,
+            defrag_end_s: de,
+            defrag,
+            read_ops_per_s,
+            read_requests: delta.reads,
+            read_bytes: delta.read_bytes,
+            modeled_ns: modeled.now_ns,
+            series,
+        },
+        command,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines_and_closing_line_parse() {
+        let app = App::Rocksdb;
+        assert_eq!(
+            app.progress("2026/11/27-08:06:52  ... thread 0: (20000,40000) ops and (55040.9,53788.2) ops/second in (0.363366,0.743657) seconds"),
+            Some(40000)
+        );
+        assert_eq!(app.progress("DB path: [/x]"), None);
+        assert_eq!(
+            app.ops_per_sec("readrandom   :      42.149 micros/op 23721 ops/sec 0.211 seconds 5000 operations;   14.8 MB/s"),
+            Some(23721.0)
+        );
+    }
+
+    #[test]
+    fn rates_interpolate_between_progress_lines() {
+        let s = vec![(0.0, 0), (1.0, 1000), (2.0, 3000)];
+        assert_eq!(rate(&s, 0.5, 1.5), Some(1500.0));
+        assert_eq!(rate(&s, 0.0, 2.0), Some(1500.0));
+        assert_eq!(rate(&s, 1.0, 3.0), None, "past the last line");
+        assert_eq!(rate(&s, 1.0, 1.0), None);
+    }
+
+    #[test]
+    fn io_limits_parse_or_say_what_was_expected() {
+        assert_eq!(IoLimit::parse("none"), Ok(None));
+        assert_eq!(IoLimit::parse("sata-ssd"), Ok(Some(IoLimit::sata_ssd())));
+        let l = IoLimit::parse("500M,450M,90000,80000").unwrap().unwrap();
+        assert_eq!(l.read_bytes_per_s, 500 << 20);
+        assert_eq!(l.write_iops, 80000);
+        for bad in ["", "1M", "1M,2M,3", "x,1M", "0,1M"] {
+            let e = IoLimit::parse(bad).unwrap_err();
+            assert!(e.starts_with(&format!("--io-limit {bad}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn profiles_follow_the_clone() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p.json");
+        std::fs::write(
+            &p,
+            r#"{"version":1,"files":[{"path":"/a/base/db/1.sst","dev":"7:0","ino":12},{"path":"/elsewhere/x","dev":"8:1","ino":3}]}"#,
+        )
+        .unwrap();
+        let o = dir.path().join("o.json");
+        retarget_profile(&p, Path::new("/a/base"), Path::new("/a/clone"), &o).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&o).unwrap()).unwrap();
+        assert_eq!(v["files"][0]["path"], "/a/clone/db/1.sst");
+        assert!(v["files"][0].get("dev").is_none());
+        assert_eq!(v["files"][0]["ino"], 12);
+        assert_eq!(v["files"][1]["path"], "/elsewhere/x");
+    }
+}
