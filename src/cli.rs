@@ -87,6 +87,9 @@ value_enum_for! {
         /// RocksDB through db_bench (rocksdb-tools): fillrandom + overwrite build the
         /// database, readrandom with O_DIRECT reads it (YCSB-C)
         Rocksdb,
+        /// SQLite through the library: FAST'24's database (age sqlite), read by full table
+        /// scans (bench sqlite)
+        Sqlite,
     }
 }
 
@@ -480,6 +483,26 @@ pub enum BenchAction {
     /// update, 128 KiB O_DIRECT requests one at a time, mean of 5 runs; update OVERWRITES
     /// the files' data in place (as FragPicker's update benchmark does)
     Fragpicker(BenchFragpickerArgs),
+    /// An application reading a SQLite database through the library: FAST'24's full table
+    /// scan of a database `age sqlite` made, its pages dropped from the cache before each scan
+    Sqlite(BenchSqliteArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchSqliteArgs {
+    /// The database (testdb.db, as `fragkit age sqlite` makes it)
+    pub db: PathBuf,
+    /// Full scans to run
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub scans: u64,
+    /// Scan again and again for this long instead (e.g. 30, 30s, 2m)
+    #[arg(long, value_parser = units::parse_duration, conflicts_with = "scans")]
+    pub duration: Option<std::time::Duration>,
+    /// Print "progress: N rows" on stderr every N rows read (0: never)
+    #[arg(long, default_value_t = 0, value_name = "ROWS")]
+    pub progress: u64,
+    #[arg(long, short = 'f', value_enum, default_value_t = InfoFormat::Table)]
+    pub format: InfoFormat,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -1496,8 +1519,10 @@ pub struct LabArgs {
     pub files: usize,
     /// PaF structure laid down first: fill, then delete at random (see `fragkit age paf`);
     /// `none`: no PaF, the files grow in free space with room for them whole
-    #[arg(long, default_value = "PAF:85.50@64K")]
-    pub paf: String,
+    /// [default: PAF:85.50@64K; with --app sqlite: none, as FAST'24, whose database is
+    /// fragmented by its own dummy file]
+    #[arg(long)]
+    pub paf: Option<String>,
     /// Measured iterations of the workload per state (trimmed mean: the extremes are dropped)
     #[arg(long, default_value_t = 5)]
     pub iterations: u32,

@@ -25,6 +25,7 @@ pub fn run(action: BenchAction) -> Result<i32> {
         BenchAction::Fast24(a) => run_fast24(a),
         BenchAction::Paf(a) => run_paf(a),
         BenchAction::Fragpicker(a) => run_fragpicker(a),
+        BenchAction::Sqlite(a) => run_sqlite(a),
         BenchAction::Ior(a) => {
             let cluster = crate::cluster::Cluster::init()?;
             let r = run_ior(a, &cluster);
@@ -503,6 +504,39 @@ fn run_ior(a: BenchIorArgs, cluster: &crate::cluster::Cluster) -> Result<i32> {
         BenchFormat::Table => crate::report::ior::table(w, &report),
         BenchFormat::Json => crate::report::ior::json(w, &report),
         BenchFormat::Csv => crate::report::ior::csv(w, &report),
+    })?;
+    Ok(0)
+}
+
+fn run_sqlite(a: crate::cli::BenchSqliteArgs) -> Result<i32> {
+    use crate::bench::sqlite::{self, SqliteReadSpec};
+    use std::io::Write as _;
+    let spec = SqliteReadSpec {
+        db: a.db,
+        scans: a.scans,
+        duration: a.duration,
+    };
+    let every = a.progress;
+    let r = sqlite::run(&spec, &mut |rows| {
+        // A caller samples the application's throughput from these lines as they arrive.
+        if every > 0 && rows % every == 0 {
+            fragkit_sys::stderr_line!("progress: {rows} rows");
+        }
+    })?;
+    crate::report::to_stdout(|w| match a.format {
+        crate::cli::InfoFormat::Json => crate::report::write_json_pretty(w, &r),
+        crate::cli::InfoFormat::Table => writeln!(
+            w,
+            "bench sqlite: {} scan{} of {} ({}): {} rows in {:.2} s: {:.0} rows/s, {:.1} MiB/s",
+            r.scans,
+            if r.scans == 1 { "" } else { "s" },
+            r.db.display(),
+            crate::units::HumanBytes(r.db_bytes),
+            r.rows,
+            r.seconds,
+            r.rows_per_s,
+            r.mib_per_s
+        ),
     })?;
     Ok(0)
 }

@@ -28,7 +28,13 @@ pub fn run(a: LabArgs) -> Result<i32> {
         workload: a.workload,
         out: a.out.clone(),
         files: a.files,
-        paf: a.paf,
+        paf: a.paf.unwrap_or_else(|| {
+            match a.app {
+                Some(crate::lab::app::App::Sqlite) => "none",
+                _ => "PAF:85.50@64K",
+            }
+            .to_string()
+        }),
         iterations: a.iterations,
         baseline: !a.no_baseline,
         keep: a.keep,

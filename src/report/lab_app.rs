@@ -161,12 +161,13 @@ fn rows(r: &AppReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
 pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result<()> {
     writeln!(
         w,
-        "fragkit lab --app {}: {} {} aged {}, {} keys × {} B; {} round{}; device ceiling: {}",
+        "fragkit lab --app {}: {} {} aged {}, {} {} × {} B; {} round{}; device ceiling: {}",
         r.app.name(),
         r.fs,
         HumanBytes(r.size),
         r.paf,
         r.keys,
+        r.app.unit().0,
         r.value_size,
         r.rounds,
         if r.rounds == 1 { "" } else { "s" },
@@ -176,13 +177,18 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
     )?;
     writeln!(
         w,
-        "database: {} files, {}, {} fragments; read whole in {} requests of 8 KiB, {} more than contiguous",
+        "database: {} file{}, {}, {} fragments; read whole in {} requests of {}, {} more than contiguous",
         r.database.files,
+        if r.database.files == 1 { "" } else { "s" },
         HumanBytes(r.database.bytes),
         r.database.fragments,
         r.database.split,
+        HumanBytes(r.request_size),
         r.database.extra
     )?;
+    if let Some(l) = modeled_loss(r) {
+        writeln!(w, "{l}")?;
+    }
     for a in &r.advice {
         writeln!(w, "advise ({}): {}", a.device, a.answer)?;
     }
@@ -210,6 +216,15 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
     for c in cells {
         line(w, c)?;
     }
+    for c in &r.contenders {
+        if let Some(d) = c
+            .rounds
+            .iter()
+            .find_map(|k| k.defrag.as_ref().and_then(|d| d.declined.clone()))
+        {
+            writeln!(w, "{} declined: {d}", c.name)?;
+        }
+    }
     if !r.versus_tool.is_empty() {
         writeln!(
             w,
@@ -233,6 +248,46 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
         writeln!(w, "note: {n}")?;
     }
     writeln!(w, "report: {}", out.join("report.html").display())
+}
+
+/// The modeled loss before anything moved and what each defragmenter recovered of it, on
+/// the first advised device (fast24).
+fn modeled_loss(r: &AppReport) -> Option<String> {
+    let a = r.advice.first()?;
+    if a.now_ns == 0 {
+        return None;
+    }
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let loss = 1.0 - a.contiguous_ns as f64 / a.now_ns as f64;
+    let mut text = format!(
+        "modeled on {} ({}): {:.2} ms now, {:.2} ms contiguous: {:.1}% of the throughput lost to the layout",
+        a.device,
+        r.access,
+        ms(a.now_ns),
+        ms(a.contiguous_ns),
+        100.0 * loss
+    );
+    if let Some(p) = r.paper_loss {
+        let _ = write!(text, " (paper: {:.1}%)", 100.0 * p);
+    }
+    let excess = a.now_ns.saturating_sub(a.contiguous_ns) as f64 / 1e6;
+    if excess > 0.0 {
+        let rec: Vec<String> = r
+            .contenders
+            .iter()
+            .filter(|c| c.name != "none")
+            .filter_map(|c| {
+                let m = c.modeled_ms.as_ref()?;
+                Some(format!(
+                    "{} {:.0}%",
+                    c.name,
+                    100.0 * (ms(a.now_ns) - m.median) / excess
+                ))
+            })
+            .collect();
+        let _ = write!(text, "; recovered after: {}", rec.join(", "));
+    }
+    Some(text)
 }
 
 fn esc(s: &str) -> String {

@@ -273,7 +273,7 @@ pub const WRITEBACK: [(&str, &str); 4] = [
 ];
 
 /// Set the machine's writeback knobs as the artifact did; put back when dropped.
-fn artifact_writeback() -> Result<Vec<SysfsTunable>> {
+pub(crate) fn artifact_writeback() -> Result<Vec<SysfsTunable>> {
     let mut set = Vec::new();
     for (k, v) in WRITEBACK {
         if let Some(t) = SysfsTunable::set_vm(k, v).with_context(|| format!("setting vm.{k}"))? {

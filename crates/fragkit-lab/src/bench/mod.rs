@@ -7,6 +7,7 @@ pub mod fragpicker;
 pub mod ior;
 pub mod paf_matrix;
 pub mod probe;
+pub mod sqlite;
 
 pub mod sweep;
 

@@ -29,6 +29,7 @@ use super::runner::Runner;
 use super::{steps, DefragFigures, LabSpec, LayoutFigures, Machine, Scratches};
 use fragkit_core::io::device::BlockDevice;
 use fragkit_sys::blkio::{DeviceThrottle, ThrottleLimits};
+use fragkit_sys::tunable::SysfsTunable;
 
 pub const APP_SCHEMA_VERSION: u32 = 1;
 
@@ -39,14 +40,14 @@ pub enum App {
     /// RocksDB through db_bench (Debian's rocksdb-tools): fillrandom + overwrite build the
     /// database, readrandom with O_DIRECT reads it (YCSB-C, 100% reads, as FragPicker ran).
     Rocksdb,
+    /// SQLite through the library: FAST'24's database (`age sqlite`: 10,000 records of
+    /// 16 KiB, a dummy file appended and synced between inserts), read by full table scans
+    /// (`bench sqlite`).
+    Sqlite,
 }
 
-/// Bytes per value db_bench writes (FragPicker's RocksDB runs used 1 KB values).
+/// Bytes per RocksDB value: YCSB's default record (10 fields of 100 B).
 const VALUE_SIZE: u64 = 1000;
-/// The request size defrag keeps whole: RocksDB reads one table block (db_bench's 4 KiB
-/// before compression) per request, O_DIRECT-aligned to 512 B, so a read crosses at most
-/// one 4 KiB block boundary and lies within an 8 KiB window.
-const BLOCK_SIZE: &str = "8K";
 /// The application alone before the defrag starts, after it has opened the database and
 /// run for `WARM`.
 const WARM: Duration = Duration::from_secs(1);
@@ -55,11 +56,15 @@ const BEFORE: Duration = Duration::from_secs(3);
 const AFTER: Duration = Duration::from_secs(3);
 /// How long the lab waits for the application's first progress line.
 const START_LIMIT: Duration = Duration::from_secs(60);
+/// The SQLite scans' request size as the fast24 preset's host sends them: its readahead
+/// window (128 KiB, the artifact's NVMe; docs/ssd.md).
+const SQLITE_REQUEST: &str = "128K";
 
 impl App {
     pub fn name(self) -> &'static str {
         match self {
             App::Rocksdb => "rocksdb",
+            App::Sqlite => "sqlite",
         }
     }
 
@@ -68,41 +73,139 @@ impl App {
             App::Rocksdb => {
                 "RocksDB (db_bench 'readrandom', O_DIRECT 4 KiB block reads, one thread) on a database built by fillrandom + overwrite"
             }
+            App::Sqlite => {
+                "SQLite (the library, through `fragkit bench sqlite`): full table scans of FAST'24's database, its pages dropped from the cache before each scan"
+            }
         }
     }
 
-    pub fn program(self) -> &'static str {
+    /// The program that runs the application: db_bench, or fragkit itself (`exe`).
+    pub fn program(self, exe: &Path) -> String {
         match self {
-            App::Rocksdb => "db_bench",
+            App::Rocksdb => "db_bench".into(),
+            App::Sqlite => exe.to_string_lossy().into_owned(),
         }
     }
 
-    /// Keys for a file system of `fs_size` bytes: raw data of a fifth of it.
+    /// What the application must have installed, if anything beyond fragkit.
+    fn needs(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            App::Rocksdb => Some(("db_bench", "rocksdb-tools")),
+            App::Sqlite => None,
+        }
+    }
+
+    /// Keys (RocksDB: raw data of a fifth of the file system) or records (SQLite:
+    /// FAST'24's 10,000).
     pub fn keys(self, fs_size: u64) -> u64 {
-        (fs_size / 5 / VALUE_SIZE).max(10_000)
+        match self {
+            App::Rocksdb => (fs_size / 5 / VALUE_SIZE).max(10_000),
+            App::Sqlite => crate::age::sqlite::RECORDS,
+        }
     }
 
-    fn db_args(self, db: &Path) -> Vec<String> {
-        vec![
-            format!("--db={}", db.display()),
-            format!("--wal_dir={}", db.display()),
-        ]
+    /// `scratch create` arguments: SQLite's file system is made as the FAST'24 artifact's
+    /// setdevice.sh makes it (`mkfs.ext4 -m 0`, mounted `nodelalloc`), without its
+    /// external journal (a clone would need its journal device too).
+    fn scratch_args(self) -> Vec<String> {
+        match self {
+            App::Rocksdb => Vec::new(),
+            App::Sqlite => vec![
+                "--mkfs-args".into(),
+                "-m 0".into(),
+                "--mount-options".into(),
+                "nodelalloc".into(),
+            ],
+        }
     }
 
-    /// Build the database.
+    /// How advise prices the application's reads (see `advise_args`).
+    fn access(self) -> &'static str {
+        match self {
+            App::Rocksdb => "the traced profile",
+            App::Sqlite => "the whole file read in order in 128 KiB requests",
+        }
+    }
+
+    /// FAST'24's SQLite row: fragmented 531.073 against contiguous 870.044 MB/s.
+    fn paper_loss(self) -> Option<f64> {
+        match self {
+            App::Rocksdb => None,
+            App::Sqlite => Some(1.0 - 531.073 / 870.044),
+        }
+    }
+
+    /// Bytes of one RocksDB value or SQLite record.
+    pub fn record_bytes(self) -> u64 {
+        match self {
+            App::Rocksdb => VALUE_SIZE,
+            App::Sqlite => crate::age::sqlite::RECORD_BYTES,
+        }
+    }
+
+    /// What the application's units are called in a report.
+    pub fn unit(self) -> (&'static str, &'static str) {
+        match self {
+            App::Rocksdb => ("keys", "ops/s"),
+            App::Sqlite => ("records", "rows/s"),
+        }
+    }
+
+    /// What defrag, scan and advise are given under the database directory `db`.
+    fn target(self, db: &Path) -> PathBuf {
+        match self {
+            App::Rocksdb => db.to_path_buf(),
+            App::Sqlite => db.join("testdb.db"),
+        }
+    }
+
+    /// The request size defrag keeps whole. RocksDB reads one table block (db_bench's
+    /// 4 KiB before compression) per request, O_DIRECT-aligned to 512 B, so a read crosses
+    /// at most one 4 KiB boundary and lies within an 8 KiB window; SQLite's scan is read
+    /// ahead in the host's window.
+    fn request(self) -> &'static str {
+        match self {
+            App::Rocksdb => "8K",
+            App::Sqlite => SQLITE_REQUEST,
+        }
+    }
+
+    /// How advise prices the application: RocksDB by its traced profile, SQLite as FAST'24
+    /// reads it, the whole file in order at the host's readahead.
+    fn advise_args(self, profile: &Path) -> Vec<String> {
+        match self {
+            App::Rocksdb => vec!["--profile".into(), profile.to_string_lossy().into_owned()],
+            App::Sqlite => vec!["--io-size".into(), SQLITE_REQUEST.into()],
+        }
+    }
+
+    /// Build the database in `db` (a directory) with fragkit `exe` or the application.
     fn fill_args(self, db: &Path, keys: u64, seed: u64) -> Vec<String> {
-        let mut a = self.db_args(db);
-        a.extend([
-            "--benchmarks=fillrandom,overwrite".into(),
-            format!("--num={keys}"),
-            format!("--value_size={VALUE_SIZE}"),
-            format!("--seed={seed}"),
-        ]);
-        a
+        match self {
+            App::Rocksdb => vec![
+                format!("--db={}", db.display()),
+                format!("--wal_dir={}", db.display()),
+                "--benchmarks=fillrandom,overwrite".into(),
+                format!("--num={keys}"),
+                format!("--value_size={VALUE_SIZE}"),
+                format!("--seed={seed}"),
+            ],
+            App::Sqlite => vec![
+                "age".into(),
+                "sqlite".into(),
+                db.to_string_lossy().into_owned(),
+                "--records".into(),
+                keys.to_string(),
+                "--seed".into(),
+                seed.to_string(),
+                "--format".into(),
+                "json".into(),
+            ],
+        }
     }
 
-    /// Read it: `reads` operations, or for `duration` seconds, progress every
-    /// `stats_every` operations on stderr.
+    /// Read it: `reads` operations (SQLite: whole scans), or for `duration` seconds,
+    /// progress every `stats_every` operations on stderr.
     fn read_args(
         self,
         db: &Path,
@@ -112,44 +215,69 @@ impl App {
         duration: Option<u64>,
         stats_every: Option<u64>,
     ) -> Vec<String> {
-        let mut a = self.db_args(db);
-        a.extend([
-            "--use_existing_db=1".into(),
-            "--benchmarks=readrandom".into(),
-            "--use_direct_reads=1".into(),
-            // Reads only: no compaction may rewrite the files under the defragmenter.
-            "--disable_auto_compactions=1".into(),
-            format!("--num={keys}"),
-            format!("--seed={seed}"),
-        ]);
-        if let Some(r) = reads {
-            a.push(format!("--reads={r}"));
-        }
-        if let Some(d) = duration {
-            a.push(format!("--duration={d}"));
-        }
-        if let Some(s) = stats_every {
-            a.push(format!("--stats_interval={s}"));
-        }
-        a
-    }
-
-    /// ops/s from the application's closing line.
-    fn ops_per_sec(self, stdout: &str) -> Option<f64> {
         match self {
-            App::Rocksdb => stdout
-                .lines()
-                .find(|l| l.starts_with("readrandom"))
-                .and_then(|l| {
-                    let w: Vec<&str> = l.split_whitespace().collect();
-                    let i = w.iter().position(|x| *x == "ops/sec")?;
-                    w.get(i - 1)?.parse().ok()
-                }),
+            App::Rocksdb => {
+                let mut a = vec![
+                    format!("--db={}", db.display()),
+                    format!("--wal_dir={}", db.display()),
+                    "--use_existing_db=1".into(),
+                    "--benchmarks=readrandom".into(),
+                    "--use_direct_reads=1".into(),
+                    // Reads only: no compaction may rewrite the files under the defragmenter.
+                    "--disable_auto_compactions=1".into(),
+                    format!("--num={keys}"),
+                    format!("--seed={seed}"),
+                ];
+                a.extend(reads.map(|r| format!("--reads={r}")));
+                a.extend(duration.map(|d| format!("--duration={d}")));
+                a.extend(stats_every.map(|s| format!("--stats_interval={s}")));
+                a
+            }
+            App::Sqlite => {
+                let mut a = vec![
+                    "bench".into(),
+                    "sqlite".into(),
+                    self.target(db).to_string_lossy().into_owned(),
+                ];
+                match (reads, duration) {
+                    (_, Some(d)) => a.extend(["--duration".into(), d.to_string()]),
+                    (Some(n), None) => a.extend(["--scans".into(), n.to_string()]),
+                    (None, None) => {}
+                }
+                a.extend(
+                    stats_every
+                        .into_iter()
+                        .flat_map(|s| ["--progress".into(), s.to_string()]),
+                );
+                a
+            }
         }
     }
 
-    /// Operations done so far, from one progress line
-    /// ("... thread 0: (1000,25000) ops and (...) ops/second in (...) seconds").
+    /// Reads of the fixed read run and the traced run: RocksDB operations, SQLite scans.
+    fn fixed_reads(self, keys: u64) -> u64 {
+        match self {
+            App::Rocksdb => (keys / 20).max(1000),
+            App::Sqlite => 2,
+        }
+    }
+
+    /// ops/s (SQLite: rows/s) from the application's closing line.
+    fn ops_per_sec(self, stdout: &str) -> Option<f64> {
+        let unit = match self {
+            App::Rocksdb => "ops/sec",
+            App::Sqlite => "rows/s,",
+        };
+        stdout.lines().rev().find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let i = w.iter().position(|x| *x == unit)?;
+            w.get(i.checked_sub(1)?)?.parse().ok()
+        })
+    }
+
+    /// Operations (SQLite: rows) done so far, from one progress line: db_bench's
+    /// "... thread 0: (1000,25000) ops and (...) ops/second in (...) seconds", bench
+    /// sqlite's "progress: 25000 rows".
     fn progress(self, line: &str) -> Option<u64> {
         match self {
             App::Rocksdb => {
@@ -157,6 +285,11 @@ impl App {
                 let inner = rest.split_once('(')?.1.split_once(')')?.0;
                 inner.split_once(',')?.1.trim().parse().ok()
             }
+            App::Sqlite => line
+                .strip_prefix("progress: ")?
+                .strip_suffix(" rows")?
+                .parse()
+                .ok(),
         }
     }
 }
@@ -255,6 +388,10 @@ pub struct AppRound {
     /// What the defragmenter did (none: no defrag).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub defrag: Option<DefragFigures>,
+    /// The defragmenter's exit status (fragkit defrag 1: some ranges skipped; e4defrag 1:
+    /// some file refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defrag_exit: Option<i32>,
     /// The fixed read run on the result, caches dropped: ops/s and the device's reads.
     pub read_ops_per_s: f64,
     pub read_requests: u64,
@@ -353,6 +490,14 @@ pub struct AppReport {
     pub size: u64,
     pub paf: String,
     pub seed: u64,
+    /// The request size defrag kept whole and scan counted at.
+    pub request_size: u64,
+    /// How advise priced the application's reads.
+    pub access: String,
+    /// The published loss of throughput to this layout, where there is one (FAST'24's
+    /// SQLite: 870.044 → 531.073 MB/s).
+    pub paper_loss: Option<f64>,
+    /// RocksDB keys or SQLite records, and the bytes of each value or record.
     pub keys: u64,
     pub value_size: u64,
     pub rounds: u32,
@@ -383,14 +528,20 @@ struct Running {
 }
 
 impl Running {
-    fn start(app: App, args: &[String], log: &Path, stdout: &Path) -> Result<Running> {
-        let mut child = Command::new(app.program())
+    fn start(
+        app: App,
+        program: &str,
+        args: &[String],
+        log: &Path,
+        stdout: &Path,
+    ) -> Result<Running> {
+        let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::from(fs::File::create(stdout)?))
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| anyhow!("{}: cannot run: {e}", app.program()))?;
+            .map_err(|e| anyhow!("{program}: cannot run: {e}"))?;
         let pipe = child.stderr.take().context("application's stderr")?;
         let samples = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&samples);
@@ -536,28 +687,24 @@ struct AdviseTotals {
     bytes_to_move: u64,
 }
 
+/// `fragkit advise TARGET HOW... --device DEVICE`, its JSON in data/`output`.
 fn advise(
     r: &mut Runner,
     name: &str,
-    db: &Path,
-    profile: &Path,
+    target: &Path,
+    how: &[String],
     device: &str,
     output: &str,
 ) -> Result<Advice> {
-    let text = r.fragkit(
-        name,
-        &[
-            "advise".into(),
-            db.to_string_lossy().into_owned(),
-            "--profile".into(),
-            profile.to_string_lossy().into_owned(),
-            "--device".into(),
-            device.into(),
-            "--format".into(),
-            "json".into(),
-        ],
-        Some(output),
-    )?;
+    let mut args = vec!["advise".into(), target.to_string_lossy().into_owned()];
+    args.extend(how.iter().cloned());
+    args.extend([
+        "--device".into(),
+        device.into(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let text = r.fragkit(name, &args, Some(output))?;
     let a: AdviseOut = child::parse(name, &text)?;
     Ok(Advice {
         device: a.advice.device,
@@ -600,6 +747,10 @@ pub fn versus_tool(contenders: &[Contender], tool: &str) -> Vec<VersusTool> {
             .iter()
             .filter_map(|r| {
                 let tr = t.rounds.iter().find(|x| x.round == r.round)?;
+                // A round the tool refused (e4defrag: the file is locked) is no pair.
+                if tr.defrag_exit != Some(0) {
+                    return None;
+                }
                 let (a, b) = (f(r)?, f(tr)?);
                 (b > 0.0).then_some(a / b)
             })
@@ -628,12 +779,13 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         bail!("--rounds 0: expected at least one round");
     }
     let app = spec.app;
-    if !super::tool_available(app.program()) {
-        bail!(
-            "--app {}: {} is not installed (Debian: apt-get install rocksdb-tools)",
-            app.name(),
-            app.program()
-        );
+    if let Some((program, package)) = app.needs() {
+        if !super::tool_available(program) {
+            bail!(
+                "--app {}: {program} is not installed (Debian: apt-get install {package})",
+                app.name()
+            );
+        }
     }
     let io_limit_how = match &spec.io_limit {
         Some(_) => {
@@ -672,7 +824,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
     }
 
     // 1. Scratch, aged with PaF, then the application's database.
-    let base_info = steps::create_base(&mut r, lab, &images)?;
+    let base_info = steps::create_base(&mut r, lab, &images, &app.scratch_args())?;
     let base = base_info.mountpoint.clone();
     scratches.mounts.push(base.clone());
     r.define("BASE", &base);
@@ -680,14 +832,10 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         steps::age_paf(&mut r, lab, &base)?;
     }
     let keys = app.keys(lab.size);
+    let program = app.program(r.exe());
     let db = base.join("db");
-    r.tool(
-        &format!("{} fill", app.name()),
-        app.program(),
-        &app.fill_args(&db, keys, lab.seed),
-        Some("app-fill.out"),
-        &[0],
-    )?;
+    let target = app.target(&db);
+    fill(&mut r, app, &program, &db, keys, lab.seed)?;
     let text = r.fragkit(
         "scan (database)",
         &[
@@ -695,8 +843,8 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
             "--format".into(),
             "json".into(),
             "-r".into(),
-            BLOCK_SIZE.into(),
-            db.to_string_lossy().into_owned(),
+            app.request().into(),
+            target.to_string_lossy().into_owned(),
         ],
         Some("scan-database.json"),
     )?;
@@ -705,7 +853,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
 
     // 2. Trace the application's reads: the profile pick moves by and advise prices.
     let profile = out.join("data/profile.json");
-    let reads = (keys / 20).max(1000);
+    let reads = app.fixed_reads(keys);
     let mut targs = vec![
         "trace".into(),
         "--mount".into(),
@@ -713,7 +861,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         "-o".into(),
         profile.to_string_lossy().into_owned(),
         "--".into(),
-        app.program().into(),
+        program.clone(),
     ];
     targs.extend(app.read_args(&db, keys, lab.seed + 1, Some(reads), None, None));
     let traced = r.fragkit("trace application", &targs, Some("trace-app.out"))?;
@@ -729,8 +877,8 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         advice.push(advise(
             &mut r,
             &format!("advise ({device})"),
-            &db,
-            &profile,
+            &target,
+            &app.advise_args(&profile),
             device,
             &format!("advise-{device}.json"),
         )?);
@@ -799,7 +947,10 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         paf: lab.paf.clone(),
         seed: lab.seed,
         keys,
-        value_size: VALUE_SIZE,
+        value_size: app.record_bytes(),
+        request_size: fragkit_core::units::parse_size(app.request()).unwrap_or(0),
+        access: app.access().into(),
+        paper_loss: app.paper_loss(),
         rounds: spec.rounds,
         io_limit: spec.io_limit.clone(),
         io_limit_how,
@@ -814,6 +965,33 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         variables,
         notes,
     })
+}
+
+/// Build the database under `db`. SQLite's is FAST'24's, made under the artifact's
+/// writeback settings (disablemeta.sh), which the fragmentation depends on.
+fn fill(r: &mut Runner, app: App, program: &str, db: &Path, keys: u64, seed: u64) -> Result<()> {
+    let name = format!("{} fill", app.name());
+    let output = Some("app-fill.out");
+    match app {
+        App::Rocksdb => r.tool(&name, program, &app.fill_args(db, keys, seed), output, &[0])?,
+        App::Sqlite => {
+            fs::create_dir_all(db).with_context(|| format!("{}: cannot create", db.display()))?;
+            // setdevice.sh's allocator settings and disablemeta.sh's writeback, put back
+            // afterwards: every file allocates from the per-CPU group, so the database's
+            // pages and the dummy's interleave at each synced insert.
+            let mut set = crate::bench::fast24::artifact_writeback()?;
+            for (knob, value) in [("reserved_clusters", "0"), ("mb_stream_req", "4200000000")] {
+                set.extend(
+                    SysfsTunable::set(db, knob, value)
+                        .with_context(|| format!("setting ext4 {knob} to {value}"))?,
+                );
+            }
+            let out = r.fragkit(&name, &app.fill_args(db, keys, seed), output)?;
+            drop(set);
+            out
+        }
+    };
+    Ok(())
 }
 
 struct RoundSetup<'a> {
@@ -845,6 +1023,7 @@ fn run_round(
     let mp = info.mountpoint.clone();
     scratches.mounts.push(mp.clone());
     let db = mp.join("db");
+    let target = app.target(&db);
     let tag = format!("{name}-r{k}");
     let device = BlockDevice::for_path(&mp)?;
     let throttle = match &spec.io_limit {
@@ -871,8 +1050,10 @@ fn run_round(
         Some(3600),
         Some(s.stats_every),
     );
+    let program = app.program(r.exe());
     let mut running = Running::start(
         app,
+        &program,
         &run_args,
         &r.out().join(format!("logs/app-{tag}.log")),
         &r.out().join(format!("data/app-{tag}.out")),
@@ -896,23 +1077,32 @@ fn run_round(
         "pick" => Some(steps::defrag_pick(
             r,
             &mp,
-            &db,
+            &target,
             Some(&profile),
-            BLOCK_SIZE,
+            app.request(),
             &tag,
         )?),
-        "bypass" => Some(steps::defrag_pick(r, &mp, &db, None, BLOCK_SIZE, &tag)?),
-        "full" => Some(steps::defrag_full(r, &mp, &db, BLOCK_SIZE, &tag)?),
+        "bypass" => Some(steps::defrag_pick(
+            r,
+            &mp,
+            &target,
+            None,
+            app.request(),
+            &tag,
+        )?),
+        "full" => Some(steps::defrag_full(r, &mp, &target, app.request(), &tag)?),
         _ => {
             let (prog, leading) = s.tool.ok_or_else(|| anyhow!("no tool for {name}"))?;
             Some(steps::defrag_tool(
                 r,
-                prog,
-                leading,
+                (prog, leading),
                 &mp,
-                std::slice::from_ref(&db),
+                std::slice::from_ref(&target),
                 notes,
                 &tag,
+                // bench writes passes the tool's status on; 1 is a refusal (e4defrag: the
+                // file is locked by the application), kept in the report as declined.
+                &[0, 1],
             )?)
         }
     };
@@ -922,8 +1112,9 @@ fn run_round(
     if r.stopped() {
         bail!("{}", super::runner::INTERRUPTED);
     }
-    let command =
-        (r.steps.len() > shown_before).then(|| r.steps[r.steps.len() - 1].command.clone());
+    let step = (r.steps.len() > shown_before).then(|| r.steps[r.steps.len() - 1].clone());
+    let command = step.as_ref().map(|s| s.command.clone());
+    let defrag_exit = step.map(|s| s.exit_status);
     let secs = |t: Instant| t.saturating_duration_since(first).as_secs_f64();
     let rel: Vec<(f64, u64)> = samples.iter().map(|(t, o)| (secs(*t), *o)).collect();
     let (ds, de) = (secs(d_start), secs(d_end));
@@ -947,7 +1138,7 @@ fn run_round(
     let s0 = device.settled_stats()?;
     let out = r.tool(
         &format!("{} read ({name}, round {k})", app.name()),
-        app.program(),
+        &program,
         &app.read_args(&db, s.keys, spec.lab.seed + 1, Some(s.reads), None, None),
         Some(&format!("app-read-{tag}.out")),
         &[0],
@@ -960,8 +1151,8 @@ fn run_round(
     let modeled = advise(
         r,
         &format!("advise ({name}, round {k})"),
-        &db,
-        &profile,
+        &target,
+        &app.advise_args(&profile),
         super::MODEL,
         &format!("advise-{tag}.json"),
     )?;
@@ -990,6 +1181,7 @@ fn run_round(
             defrag_start_s: ds,
             defrag_end_s: de,
             defrag,
+            defrag_exit,
             read_ops_per_s,
             read_requests: delta.reads,
             read_bytes: delta.read_bytes,

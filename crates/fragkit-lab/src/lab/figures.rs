@@ -274,11 +274,13 @@ pub(crate) fn fragkit_declined(report: &Defrag) -> Option<String> {
 ///   defragmented." (it writes to stdout only when stdin is a terminal, else to syslog);
 /// - btrfs filesystem defragment prints nothing per file.
 pub(crate) fn tool_declined(text: &str) -> Option<String> {
-    const SIGNS: [&str; 4] = [
+    const SIGNS: [&str; 5] = [
         "does not need defragmentation",
         "already fully defragmented",
         "no improvement will be made",
         "can't be defragmented",
+        // e4defrag refuses a file another process holds a POSIX lock on (SQLite's readers).
+        "file has been locked",
     ];
     // e4defrag redraws its progress line with ESC[79;0H ESC[K: the last redraw counts.
     let lines: Vec<String> = text

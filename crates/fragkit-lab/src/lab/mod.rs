@@ -533,7 +533,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     let rs_arg = short_size(rs);
 
     // 1. A scratch file system nobody else uses.
-    let base_info = steps::create_base(&mut r, spec, &images)?;
+    let base_info = steps::create_base(&mut r, spec, &images, &[])?;
     let base = base_info.mountpoint.clone();
     scratches.mounts.push(base.clone());
     r.define("BASE", &base);
@@ -619,7 +619,15 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     let tool_defrag = match (&plan.tool, &tool_mp) {
         (Some((prog, leading)), Some(mp)) => Some(timed(mp, &mut || {
             let targets: Vec<PathBuf> = names.iter().map(|n| mp.join("work").join(n)).collect();
-            steps::defrag_tool(&mut r, prog, leading, mp, &targets, &mut notes, prog)
+            steps::defrag_tool(
+                &mut r,
+                (prog, leading),
+                mp,
+                &targets,
+                &mut notes,
+                prog,
+                &[0],
+            )
         })?),
         _ => None,
     };

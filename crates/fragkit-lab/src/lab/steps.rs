@@ -21,24 +21,28 @@ fn p(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// Step 1: A scratch file system nobody else uses, its image under `images/base`.
-pub(crate) fn create_base(r: &mut Runner, spec: &LabSpec, images: &Path) -> Result<ScratchInfo> {
-    let text = r.fragkit(
-        "scratch create",
-        &[
-            s("scratch"),
-            s("create"),
-            s("--fs"),
-            s(spec.fs.name()),
-            s("--size"),
-            short_size(spec.size),
-            s("--format"),
-            s("json"),
-            s("--dir"),
-            p(&images.join("base")),
-        ],
-        Some("scratch-base.json"),
-    )?;
+/// Step 1: A scratch file system nobody else uses, its image under `images/base`; `extra`
+/// goes to `scratch create` (mkfs arguments, mount options).
+pub(crate) fn create_base(
+    r: &mut Runner,
+    spec: &LabSpec,
+    images: &Path,
+    extra: &[String],
+) -> Result<ScratchInfo> {
+    let mut args = vec![
+        s("scratch"),
+        s("create"),
+        s("--fs"),
+        s(spec.fs.name()),
+        s("--size"),
+        short_size(spec.size),
+        s("--format"),
+        s("json"),
+        s("--dir"),
+        p(&images.join("base")),
+    ];
+    args.extend(extra.iter().cloned());
+    let text = r.fragkit("scratch create", &args, Some("scratch-base.json"))?;
     child::parse("scratch create", &text)
 }
 
@@ -259,12 +263,12 @@ pub(crate) fn defrag_full(
 /// up for it goes into `notes`; `tag` names its outputs.
 pub(crate) fn defrag_tool(
     r: &mut Runner,
-    program: &str,
-    leading: &[String],
+    (program, leading): (&str, &[String]),
     mp: &Path,
     targets: &[PathBuf],
     notes: &mut Vec<String>,
     tag: &str,
+    ok: &[i32],
 ) -> Result<DefragFigures> {
     let mut args = leading.to_vec();
     args.extend(targets.iter().map(|t| p(t)));
@@ -293,7 +297,7 @@ pub(crate) fn defrag_tool(
         &wargs,
         &format!("writes-{tag}.json"),
         program == "xfs_fsr",
-        &[0],
+        ok,
     )?;
     if let Some(k) = &knob {
         let var = mp_var(&r.variables(), mp);
