@@ -235,11 +235,12 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
             let f = |s: &Option<Spread>| opt(s, |s| format!("{} n={}", spread(s, 3), s.n));
             writeln!(
                 w,
-                "  {:<7} bytes written {}; application slowdown {}; defrag time {}; read requests after {}",
+                "  {:<7} bytes written {}; application slowdown {}; defrag time {}; operations lost {}; read requests after {}",
                 v.contender,
                 f(&v.bytes_written),
                 f(&v.slowdown),
                 f(&v.seconds),
+                f(&v.ops_lost),
                 f(&v.read_requests)
             )?;
         }
@@ -271,7 +272,15 @@ fn modeled_loss(r: &AppReport) -> Option<String> {
         let _ = write!(text, " (paper: {:.1}%)", 100.0 * p);
     }
     let excess = a.now_ns.saturating_sub(a.contiguous_ns) as f64 / 1e6;
-    if excess > 0.0 {
+    // Below advise's placement uncertainty there is nothing a move can be said to recover.
+    let u = crate::defrag::advise::PLACEMENT_UNCERTAINTY;
+    if excess < u * ms(a.contiguous_ns) {
+        let _ = write!(
+            text,
+            "; below advise's {:.1}% placement uncertainty, so no recovery is computed",
+            100.0 * u
+        );
+    } else if excess > 0.0 {
         let rec: Vec<String> = r
             .contenders
             .iter()
@@ -342,18 +351,19 @@ fn html(r: &AppReport) -> String {
     if let Some(v) = r.versus_tool.first() {
         let _ = write!(
             h,
-            "<h2>Against {} (per-round ratios)</h2><table><tr><th>method</th><th>bytes written</th><th>slowdown</th><th>defrag time</th><th>read requests after</th></tr>",
+            "<h2>Against {} (per-round ratios)</h2><table><tr><th>method</th><th>bytes written</th><th>slowdown</th><th>defrag time</th><th>operations lost</th><th>read requests after</th></tr>",
             esc(&v.tool)
         );
         for v in &r.versus_tool {
             let f = |s: &Option<Spread>| esc(&opt(s, |s| format!("{} n={}", spread(s, 3), s.n)));
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&v.contender),
                 f(&v.bytes_written),
                 f(&v.slowdown),
                 f(&v.seconds),
+                f(&v.ops_lost),
                 f(&v.read_requests)
             );
         }

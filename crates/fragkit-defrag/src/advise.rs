@@ -499,7 +499,7 @@ pub fn advise(files: &[FileEntry], opts: &AdviseOptions) -> Result<Advice, Param
 /// An excess smaller than this share of the contiguous time is within what the placement
 /// of moved data (not modeled) changes: the largest error of a predicted time after a move
 /// in `bench/advise-apply.sh` was 2.1% (xfs put the data at a better offset in a stripe).
-const PLACEMENT_UNCERTAINTY: f64 = 0.025;
+pub const PLACEMENT_UNCERTAINTY: f64 = 0.025;
 
 /// The fix that saves the most net modeled time over `reads` repetitions (ties: fewer
 /// bytes); prevention where the file keeps growing or no move pays but collisions cost.

@@ -382,6 +382,9 @@ pub struct AppRound {
     pub after_ops_per_s: f64,
     /// during ÷ before of this round.
     pub during_ratio: f64,
+    /// Operations the application did not do because the defrag ran:
+    /// (before − during) × the defrag's seconds (negative: it did more).
+    pub ops_lost: f64,
     /// The defrag's window in seconds since the application's first progress line.
     pub defrag_start_s: f64,
     pub defrag_end_s: f64,
@@ -466,6 +469,10 @@ pub struct VersusTool {
     /// Device read requests of the fixed read run after: contender ÷ tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_requests: Option<Spread>,
+    /// The application's operations lost to the defrag (slowdown × its time): contender ÷
+    /// tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops_lost: Option<Spread>,
 }
 
 /// What `fragkit advise` said before anything moved.
@@ -769,6 +776,7 @@ pub fn versus_tool(contenders: &[Contender], tool: &str) -> Vec<VersusTool> {
             slowdown: Spread::of(&by_round(c, &|r| Some(1.0 - r.during_ratio))),
             seconds: Spread::of(&by_round(c, &|r| r.defrag.as_ref().map(|d| d.seconds))),
             read_requests: Spread::of(&by_round(c, &|r| Some(r.read_requests as f64))),
+            ops_lost: Spread::of(&by_round(c, &|r| Some(r.ops_lost))),
         })
         .collect()
 }
@@ -1173,6 +1181,7 @@ fn run_round(
             before_ops_per_s: before,
             during_ops_per_s: during,
             after_ops_per_s: after,
+            ops_lost: (before - during) * (de - ds),
             during_ratio: if before > 0.0 {
                 during / before
             } else {
