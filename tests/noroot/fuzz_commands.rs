@@ -59,6 +59,17 @@ fn targets() -> Vec<Target> {
             small: &[],
         },
         Target {
+            // A file that is not a SQLite database: refused in one line, whatever the options.
+            name: "bench sqlite",
+            args: &["bench", "sqlite", "{file}", "--format", "json"],
+            options: &[
+                ("--scans", COUNTS),
+                ("--duration", &["1ms", "0", "10ms"]),
+                ("--progress", COUNTS),
+            ],
+            small: &[],
+        },
+        Target {
             name: "advise",
             args: &["advise", "{dir}", "--format", "json"],
             options: &[
