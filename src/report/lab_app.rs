@@ -192,6 +192,9 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
     for a in &r.advice {
         writeln!(w, "advise ({}): {}", a.device, a.answer)?;
     }
+    for a in &r.advise_applied {
+        writeln!(w, "{}", applied_line(a))?;
+    }
     writeln!(w)?;
     let (header, cells) = rows(r);
     let widths: Vec<usize> = (0..header.len())
@@ -249,6 +252,34 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
         writeln!(w, "note: {n}")?;
     }
     writeln!(w, "report: {}", out.join("report.html").display())
+}
+
+/// `advise --apply` predicted against achieved, in one line.
+fn applied_line(a: &crate::lab::app::AdviseApplied) -> String {
+    if a.files == 0 {
+        return format!("advise --apply ({}): nothing to apply", a.device);
+    }
+    let pct = |x: f64, p: f64| {
+        if p > 0.0 {
+            format!("{:+.1}%", 100.0 * (x / p - 1.0))
+        } else {
+            "–".into()
+        }
+    };
+    format!(
+        "advise --apply ({}): {} file{} ({}): predicted {}, moved {}, device wrote {} ({}); modeled {:.2} ms predicted, {:.2} ms achieved ({})",
+        a.device,
+        a.files,
+        if a.files == 1 { "" } else { "s" },
+        a.fixes.join(", "),
+        HumanBytes(a.predicted_bytes),
+        HumanBytes(a.moved_bytes),
+        HumanBytes(a.device_written_bytes),
+        pct(a.device_written_bytes as f64, a.predicted_bytes as f64),
+        a.predicted_ns as f64 / 1e6,
+        a.achieved_ns as f64 / 1e6,
+        pct(a.achieved_ns as f64, a.predicted_ns as f64)
+    )
 }
 
 /// The modeled loss before anything moved and what each defragmenter recovered of it, on
@@ -333,6 +364,9 @@ fn html(r: &AppReport) -> String {
     h.push_str("<h2>What advise said before anything moved</h2><ul>");
     for a in &r.advice {
         let _ = write!(h, "<li><b>{}</b>: {}</li>", esc(&a.device), esc(&a.answer));
+    }
+    for a in &r.advise_applied {
+        let _ = write!(h, "<li>{}</li>", esc(&applied_line(a)));
     }
     h.push_str("</ul><h2>Each defragmenter while the application runs</h2><table><tr>");
     let (header, cells) = rows(r);

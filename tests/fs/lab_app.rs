@@ -98,6 +98,21 @@ fn lab_app_sqlite_recovers_the_modeled_loss() {
             "{name} recovered less than half: {after} of {now} → {contiguous}"
         );
     }
+    // advise --apply on the disk model (which always advises a move here): the device
+    // wrote what it predicted and the modeled time after is what it predicted, within 5%.
+    let applied = report["advise_applied"].as_array().unwrap();
+    assert_eq!(applied.len(), 2);
+    let hdd = applied.iter().find(|a| a["device"] == "hdd").unwrap();
+    assert!(f(hdd, "/files") >= 1.0, "{hdd}");
+    let near = |a: f64, p: f64| (a / p - 1.0).abs() <= 0.05;
+    assert!(
+        near(f(hdd, "/device_written_bytes"), f(hdd, "/predicted_bytes")),
+        "{hdd}"
+    );
+    assert!(
+        near(f(hdd, "/achieved_ns"), f(hdd, "/predicted_ns")),
+        "{hdd}"
+    );
     let none = f(&contender(&report, "none"), "/modeled_ms/median") * 1e6;
     assert!(
         (none - now).abs() < 1.0,

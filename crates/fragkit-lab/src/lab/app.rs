@@ -517,6 +517,9 @@ pub struct AppReport {
     pub database: LayoutFigures,
     pub trace: TraceSummary,
     pub advice: Vec<Advice>,
+    /// advise's own fix carried out (`advise --apply`) on a fresh clone with the
+    /// application stopped, per device: predicted against achieved.
+    pub advise_applied: Vec<AdviseApplied>,
     pub contenders: Vec<Contender>,
     pub versus_tool: Vec<VersusTool>,
     /// The interference chart, relative to the output directory.
@@ -586,6 +589,24 @@ impl Running {
                 bail!("the application showed no progress within {START_LIMIT:?}");
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Wait (at most `limit`, or until `stop`) for a progress line stamped after `t`, so the
+    /// windows that end at `t` are covered also when the application slowed down.
+    fn progress_past(&mut self, t: Instant, limit: Duration, stop: &dyn Fn() -> bool) {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline && !stop() {
+            let past = self
+                .samples
+                .lock()
+                .ok()
+                .and_then(|s| s.last().map(|l| l.0 > t))
+                .unwrap_or(false);
+            if past || matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -919,6 +940,25 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
             entry.1.push(round.0);
         }
     }
+    // 4. advise's fix, carried out on a fresh clone per device: is advise right?
+    let mut advise_applied = Vec::new();
+    for device in [super::MODEL, super::DISK_MODEL] {
+        advise_applied.push(apply_advice(
+            &mut r,
+            app,
+            &RoundSetup {
+                base: &base,
+                images: &images,
+                profile: &profile,
+                keys,
+                reads,
+                stats_every,
+                tool: tool.as_ref(),
+            },
+            device,
+            &mut scratches,
+        )?);
+    }
     let mut contenders: Vec<Contender> = names
         .iter()
         .filter_map(|n| {
@@ -966,6 +1006,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         database,
         trace,
         advice,
+        advise_applied,
         contenders,
         versus_tool: versus,
         chart: None,
@@ -1000,6 +1041,97 @@ fn fill(r: &mut Runner, app: App, program: &str, db: &Path, keys: u64, seed: u64
         }
     };
     Ok(())
+}
+
+/// `advise --apply` against what it predicted, from its own JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdviseApplied {
+    pub device: String,
+    /// Files it acted on, and the fixes it chose.
+    pub files: usize,
+    pub fixes: Vec<String>,
+    pub predicted_bytes: u64,
+    pub moved_bytes: u64,
+    /// What the device wrote during the runs (metadata and journal included).
+    pub device_written_bytes: u64,
+    pub predicted_ns: u64,
+    pub achieved_ns: u64,
+}
+
+#[derive(Deserialize)]
+struct ApplyOut {
+    applied: Option<ApplyBody>,
+}
+
+#[derive(Deserialize)]
+struct ApplyBody {
+    files: Vec<ApplyFile>,
+    predicted_bytes: u64,
+    moved_bytes: u64,
+    device_written_bytes: u64,
+    predicted_ns: u64,
+    achieved_ns: u64,
+}
+
+#[derive(Deserialize)]
+struct ApplyFile {
+    fix: String,
+}
+
+/// A fresh clone, `advise --apply` on it (the application stopped), the clone destroyed.
+fn apply_advice(
+    r: &mut Runner,
+    app: App,
+    s: &RoundSetup,
+    device: &str,
+    scratches: &mut Scratches,
+) -> Result<AdviseApplied> {
+    scratches.dirs.push(s.images.join("clone"));
+    let info = steps::clone_scratch(r, s.base, s.images, "CLONE")?;
+    let mp = info.mountpoint.clone();
+    scratches.mounts.push(mp.clone());
+    let target = app.target(&mp.join("db"));
+    let profile = r.out().join(format!("data/profile-advise-{device}.json"));
+    retarget_profile(s.profile, s.base, &mp, &profile)?;
+    let mut args = vec!["advise".into(), target.to_string_lossy().into_owned()];
+    args.extend(app.advise_args(&profile));
+    args.extend([
+        "--device".into(),
+        device.into(),
+        "--apply".into(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let name = format!("advise --apply ({device})");
+    // 1: some file skipped or refused, listed in its report.
+    let text = r.fragkit_report(&name, &args, Some(&format!("advise-apply-{device}.json")))?;
+    let out: ApplyOut = child::parse(&name, &text)?;
+    r.fragkit(
+        &format!("scratch destroy (advise --apply, {device})"),
+        &[
+            "scratch".into(),
+            "destroy".into(),
+            mp.to_string_lossy().into_owned(),
+        ],
+        None,
+    )?;
+    scratches.mounts.retain(|m| m != &mp);
+    let a = out
+        .applied
+        .ok_or_else(|| anyhow!("{name}: its report has no 'applied' section"))?;
+    let mut fixes: Vec<String> = a.files.iter().map(|f| f.fix.clone()).collect();
+    fixes.sort();
+    fixes.dedup();
+    Ok(AdviseApplied {
+        device: device.into(),
+        files: a.files.len(),
+        fixes,
+        predicted_bytes: a.predicted_bytes,
+        moved_bytes: a.moved_bytes,
+        device_written_bytes: a.device_written_bytes,
+        predicted_ns: a.predicted_ns,
+        achieved_ns: a.achieved_ns,
+    })
 }
 
 struct RoundSetup<'a> {
@@ -1116,6 +1248,7 @@ fn run_round(
     };
     let d_end = Instant::now();
     wait_until(d_end + AFTER);
+    running.progress_past(d_end + AFTER, START_LIMIT, &stopped);
     let samples = running.stop();
     if r.stopped() {
         bail!("{}", super::runner::INTERRUPTED);
@@ -1134,7 +1267,7 @@ fn run_round(
     let before = window(ds - BEFORE.as_secs_f64(), ds, "before")?;
     // A defrag shorter than two progress lines is measured over the lines around it.
     let during = window(ds, de.max(ds + 0.1), "during")?;
-    let after = window(de, de + AFTER.as_secs_f64() - 0.2, "after")?;
+    let after = window(de, de + AFTER.as_secs_f64(), "after")?;
     let series = rel
         .windows(2)
         .filter(|w| w[1].0 > w[0].0)
