@@ -130,7 +130,11 @@ impl Pairing {
         }
     }
 
-    pub fn finish(self) -> Vec<Request> {
+    /// The requests in issue order: events from different CPUs can arrive out of the order
+    /// of their timestamps (each takes its time before it reserves its slot), and a trace
+    /// must not go back in time.
+    pub fn finish(mut self) -> Vec<Request> {
+        self.requests.sort_by_key(|r| r.issue_ns);
         self.requests
     }
 }
