@@ -1246,7 +1246,7 @@ mod tests {
                 }),
                 ..WorkloadFigures::default()
             },
-            speedup: (!before).then(|| crate::lab::figures::median(ratios)),
+            speedup: (!before).then(|| fragkit_core::stats::median(ratios)),
             speedup_each: if before { Vec::new() } else { ratios.to_vec() },
             real_time: if before {
                 None

@@ -9,9 +9,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::lab::app::{AppReport, Contender, Spread};
+use crate::lab::app::{AppReport, Contender};
 use crate::lab::figures::RatioInterval;
 use crate::units::HumanBytes;
+use fragkit_core::stats::Summary;
 
 const CHART: &str = "interference.png";
 
@@ -85,7 +86,7 @@ fn write_chart(out: &Path, r: &AppReport) -> Result<()> {
     )
 }
 
-fn spread(s: &Spread, digits: usize) -> String {
+fn spread(s: &Summary, digits: usize) -> String {
     if s.n == 1 || (s.max - s.min).abs() < f64::EPSILON {
         format!("{:.*}", digits, s.median)
     } else {
@@ -96,7 +97,7 @@ fn spread(s: &Spread, digits: usize) -> String {
     }
 }
 
-fn bytes_spread(s: &Spread) -> String {
+fn bytes_spread(s: &Summary) -> String {
     let b = |v: f64| HumanBytes(v.max(0.0) as u64).to_string();
     if s.n == 1 || s.max == s.min {
         b(s.median)
@@ -119,7 +120,7 @@ fn interval(i: &Option<RatioInterval>) -> String {
     }
 }
 
-fn opt(s: &Option<Spread>, f: impl Fn(&Spread) -> String) -> String {
+fn opt(s: &Option<Summary>, f: impl Fn(&Summary) -> String) -> String {
     s.as_ref().map_or("–".into(), f)
 }
 
@@ -235,7 +236,7 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
             r.versus_tool[0].tool
         )?;
         for v in &r.versus_tool {
-            let f = |s: &Option<Spread>| opt(s, |s| format!("{} n={}", spread(s, 3), s.n));
+            let f = |s: &Option<Summary>| opt(s, |s| format!("{} n={}", spread(s, 3), s.n));
             writeln!(
                 w,
                 "  {:<7} bytes written {}; application slowdown {}; defrag time {}; operations lost {}; read requests after {}",
@@ -389,7 +390,7 @@ fn html(r: &AppReport) -> String {
             esc(&v.tool)
         );
         for v in &r.versus_tool {
-            let f = |s: &Option<Spread>| esc(&opt(s, |s| format!("{} n={}", spread(s, 3), s.n)));
+            let f = |s: &Option<Summary>| esc(&opt(s, |s| format!("{} n={}", spread(s, 3), s.n)));
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

@@ -14,11 +14,14 @@ fn f(v: &Value, ptr: &str) -> f64 {
 
 /// The blkio throttle rules of the root group, one "MAJ:MIN VALUE" per line.
 fn throttle_rules() -> String {
-    let root = "/sys/fs/cgroup/blkio";
+    let Some(root) = fragkit_sys::blkio::root() else {
+        return String::new();
+    };
     ["read_bps", "write_bps", "read_iops", "write_iops"]
         .iter()
         .map(|k| {
-            std::fs::read_to_string(format!("{root}/blkio.throttle.{k}_device")).unwrap_or_default()
+            std::fs::read_to_string(root.join(format!("blkio.throttle.{k}_device")))
+                .unwrap_or_default()
         })
         .collect()
 }

@@ -41,6 +41,17 @@ pub fn cov(v: &[f64]) -> f64 {
     }
 }
 
+/// The middle value (the mean of the two middle values for an even count); 0 when empty.
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// Nearest-rank percentile of an ascending slice (p in 0..=100).
 pub(crate) fn percentile_sorted<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
@@ -102,29 +113,40 @@ pub fn nlrs(x: &[f64], y: &[f64]) -> f64 {
     slope(&xn, &yn)
 }
 
-/// One quantity over iterations.
+/// One quantity over iterations or rounds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Summary {
     pub mean: f64,
     pub trimmed_mean: f64,
+    pub median: f64,
     pub cov: f64,
     pub min: f64,
     pub max: f64,
+    pub n: usize,
 }
 
 impl Summary {
+    /// All zero when `v` is empty.
     pub fn of(v: &[f64]) -> Summary {
+        if v.is_empty() {
+            return Summary::default();
+        }
         Summary {
             mean: mean(v),
             trimmed_mean: trimmed_mean(v),
+            median: median(v),
             cov: cov(v),
-            min: v
-                .iter()
-                .cloned()
-                .fold(f64::INFINITY, f64::min)
-                .min(f64::MAX),
-            max: v.iter().cloned().fold(0.0, f64::max),
+            min: v.iter().copied().fold(f64::INFINITY, f64::min),
+            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            n: v.len(),
         }
+    }
+
+    /// The finite values' summary; none when there are none (a round without the
+    /// figure, a ratio over zero).
+    pub fn of_finite(v: &[f64]) -> Option<Summary> {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        (!v.is_empty()).then(|| Summary::of(&v))
     }
 }
 

@@ -194,7 +194,7 @@ pub fn run(
                 size,
                 requests: w.requests(size),
                 mb_per_s_mean: fragkit_core::stats::mean(&v),
-                mb_per_s_median: median(&sorted),
+                mb_per_s_median: fragkit_core::stats::median(&sorted),
                 mb_per_s_min: sorted.first().copied().unwrap_or(0.0),
                 mb_per_s_max: sorted.last().copied().unwrap_or(0.0),
                 device_requests,
@@ -211,14 +211,6 @@ pub fn run(
         warmup: WARMUP,
         rows,
     })
-}
-
-fn median(sorted: &[f64]) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
 }
 
 #[cfg(test)]

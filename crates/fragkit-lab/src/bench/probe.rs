@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use fragkit_core::stats::slope;
+use fragkit_core::stats::{median, slope};
 
 /// Throughput of one alignment.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -49,19 +49,6 @@ pub struct AlignmentInference {
     pub explanation: Vec<String>,
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn kib(n: u64) -> String {
     fragkit_core::units::short_size(n)
 }
@@ -73,10 +60,10 @@ pub fn infer_alignment(points: &[AlignmentPoint], step: u64) -> AlignmentInferen
         .filter(|p| p.alignment % step == 0 && (p.alignment / step) % 2 == 1)
         .map(|p| p.iops)
         .collect();
-    let baseline = median(&mut odd.clone());
-    let mut dev: Vec<f64> = odd.iter().map(|v| (v - baseline).abs()).collect();
+    let baseline = median(&odd);
+    let dev: Vec<f64> = odd.iter().map(|v| (v - baseline).abs()).collect();
     let noise = if baseline > 0.0 {
-        1.4826 * median(&mut dev) / baseline
+        1.4826 * median(&dev) / baseline
     } else {
         0.0
     };
@@ -87,13 +74,13 @@ pub fn infer_alignment(points: &[AlignmentPoint], step: u64) -> AlignmentInferen
     let mut levels = Vec::new();
     let mut period = step * 2;
     while period <= max_alignment && baseline > 0.0 {
-        let mut v: Vec<f64> = points
+        let v: Vec<f64> = points
             .iter()
             .filter(|p| p.alignment % period == 0 && (p.alignment / period) % 2 == 1)
             .map(|p| p.iops)
             .collect();
         if !v.is_empty() {
-            let relative = median(&mut v) / baseline;
+            let relative = median(&v) / baseline;
             levels.push(PeriodLevel {
                 period,
                 points: v.len(),

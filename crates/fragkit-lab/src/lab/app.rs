@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use fragkit_core::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 use super::child::{self, Scan, TraceSummary};
@@ -405,30 +406,6 @@ pub struct AppRound {
     pub series: Vec<(f64, f64)>,
 }
 
-/// A figure over the rounds.
-#[derive(Debug, Clone, Serialize)]
-pub struct Spread {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub n: usize,
-}
-
-impl Spread {
-    pub fn of(v: &[f64]) -> Option<Spread> {
-        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        Some(Spread {
-            median: figures::median(&v),
-            min: v.iter().copied().fold(f64::INFINITY, f64::min),
-            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            n: v.len(),
-        })
-    }
-}
-
 /// One contender over all rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Contender {
@@ -441,15 +418,15 @@ pub struct Contender {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub during_ratio: Option<RatioInterval>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub defrag_seconds: Option<Spread>,
+    pub defrag_seconds: Option<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub device_bytes_written: Option<Spread>,
+    pub device_bytes_written: Option<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub read_ops_per_s: Option<Spread>,
+    pub read_ops_per_s: Option<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub read_requests: Option<Spread>,
+    pub read_requests: Option<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub modeled_ms: Option<Spread>,
+    pub modeled_ms: Option<Summary>,
 }
 
 /// A contender against the file system's own tool, paired by round.
@@ -459,20 +436,20 @@ pub struct VersusTool {
     pub tool: String,
     /// Bytes the device wrote during the defrag: contender ÷ tool.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bytes_written: Option<Spread>,
+    pub bytes_written: Option<Summary>,
     /// The application's slowdown (1 − during ÷ before): contender ÷ tool.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub slowdown: Option<Spread>,
+    pub slowdown: Option<Summary>,
     /// The defrag's time: contender ÷ tool.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub seconds: Option<Spread>,
+    pub seconds: Option<Summary>,
     /// Device read requests of the fixed read run after: contender ÷ tool.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub read_requests: Option<Spread>,
+    pub read_requests: Option<Summary>,
     /// The application's operations lost to the defrag (slowdown × its time): contender ÷
     /// tool.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ops_lost: Option<Spread>,
+    pub ops_lost: Option<Summary>,
 }
 
 /// What `fragkit advise` said before anything moved.
@@ -754,13 +731,13 @@ fn summarize(name: String, command: Option<String>, rounds: Vec<AppRound>) -> Co
         name,
         command,
         during_ratio: figures::sign_test_interval(&ratios),
-        defrag_seconds: Spread::of(&col(&|r| r.defrag.as_ref().map(|d| d.seconds))),
-        device_bytes_written: Spread::of(&col(&|r| {
+        defrag_seconds: Summary::of_finite(&col(&|r| r.defrag.as_ref().map(|d| d.seconds))),
+        device_bytes_written: Summary::of_finite(&col(&|r| {
             r.defrag.as_ref().map(|d| d.device_bytes_written as f64)
         })),
-        read_ops_per_s: Spread::of(&col(&|r| Some(r.read_ops_per_s))),
-        read_requests: Spread::of(&col(&|r| Some(r.read_requests as f64))),
-        modeled_ms: Spread::of(&col(&|r| Some(r.modeled_ns as f64 / 1e6))),
+        read_ops_per_s: Summary::of_finite(&col(&|r| Some(r.read_ops_per_s))),
+        read_requests: Summary::of_finite(&col(&|r| Some(r.read_requests as f64))),
+        modeled_ms: Summary::of_finite(&col(&|r| Some(r.modeled_ns as f64 / 1e6))),
         rounds,
     }
 }
@@ -790,14 +767,14 @@ pub fn versus_tool(contenders: &[Contender], tool: &str) -> Vec<VersusTool> {
         .map(|c| VersusTool {
             contender: c.name.clone(),
             tool: tool.to_string(),
-            bytes_written: Spread::of(&by_round(c, &|r| {
+            bytes_written: Summary::of_finite(&by_round(c, &|r| {
                 r.defrag.as_ref().map(|d| d.device_bytes_written as f64)
             })),
             // Not clamped at 0: a slowdown inside the control's noise may come out negative.
-            slowdown: Spread::of(&by_round(c, &|r| Some(1.0 - r.during_ratio))),
-            seconds: Spread::of(&by_round(c, &|r| r.defrag.as_ref().map(|d| d.seconds))),
-            read_requests: Spread::of(&by_round(c, &|r| Some(r.read_requests as f64))),
-            ops_lost: Spread::of(&by_round(c, &|r| Some(r.ops_lost))),
+            slowdown: Summary::of_finite(&by_round(c, &|r| Some(1.0 - r.during_ratio))),
+            seconds: Summary::of_finite(&by_round(c, &|r| r.defrag.as_ref().map(|d| d.seconds))),
+            read_requests: Summary::of_finite(&by_round(c, &|r| Some(r.read_requests as f64))),
+            ops_lost: Summary::of_finite(&by_round(c, &|r| Some(r.ops_lost))),
         })
         .collect()
 }
@@ -914,6 +891,15 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
     }
 
     // 3. Rounds: every contender once per round, in rotating order, each on a fresh clone.
+    let setup = RoundSetup {
+        base: &base,
+        images: &images,
+        profile: &profile,
+        keys,
+        reads,
+        stats_every,
+        tool: tool.as_ref(),
+    };
     let mut results: BTreeMap<String, (Option<String>, Vec<AppRound>)> = BTreeMap::new();
     for k in 0..spec.rounds {
         for i in 0..names.len() {
@@ -921,15 +907,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
             let round = run_round(
                 &mut r,
                 spec,
-                &RoundSetup {
-                    base: &base,
-                    images: &images,
-                    profile: &profile,
-                    keys,
-                    reads,
-                    stats_every,
-                    tool: tool.as_ref(),
-                },
+                &setup,
                 name,
                 k + 1,
                 &mut scratches,
@@ -943,21 +921,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
     // 4. advise's fix, carried out on a fresh clone per device: is advise right?
     let mut advise_applied = Vec::new();
     for device in [super::MODEL, super::DISK_MODEL] {
-        advise_applied.push(apply_advice(
-            &mut r,
-            app,
-            &RoundSetup {
-                base: &base,
-                images: &images,
-                profile: &profile,
-                keys,
-                reads,
-                stats_every,
-                tool: tool.as_ref(),
-            },
-            device,
-            &mut scratches,
-        )?);
+        advise_applied.push(apply_advice(&mut r, app, &setup, device, &mut scratches)?);
     }
     let mut contenders: Vec<Contender> = names
         .iter()
@@ -973,12 +937,6 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         .as_ref()
         .map(|t| versus_tool(&contenders, t.0))
         .unwrap_or_default();
-    // The tool's setup note is written for the lab's reproduce.sh, which --app has not.
-    for n in &mut notes {
-        if let Some(i) = n.find("; reproduce.sh sets it") {
-            n.truncate(i);
-        }
-    }
     notes.sort();
     notes.dedup();
     let variables: BTreeMap<String, PathBuf> = r.variables().into_iter().collect();
@@ -1086,13 +1044,8 @@ fn apply_advice(
     device: &str,
     scratches: &mut Scratches,
 ) -> Result<AdviseApplied> {
-    scratches.dirs.push(s.images.join("clone"));
-    let info = steps::clone_scratch(r, s.base, s.images, "CLONE")?;
-    let mp = info.mountpoint.clone();
-    scratches.mounts.push(mp.clone());
+    let (mp, profile) = s.fresh_clone(r, scratches, &format!("advise-{device}"))?;
     let target = app.target(&mp.join("db"));
-    let profile = r.out().join(format!("data/profile-advise-{device}.json"));
-    retarget_profile(s.profile, s.base, &mp, &profile)?;
     let mut args = vec!["advise".into(), target.to_string_lossy().into_owned()];
     args.extend(app.advise_args(&profile));
     args.extend([
@@ -1106,16 +1059,7 @@ fn apply_advice(
     // 1: some file skipped or refused, listed in its report.
     let text = r.fragkit_report(&name, &args, Some(&format!("advise-apply-{device}.json")))?;
     let out: ApplyOut = child::parse(&name, &text)?;
-    r.fragkit(
-        &format!("scratch destroy (advise --apply, {device})"),
-        &[
-            "scratch".into(),
-            "destroy".into(),
-            mp.to_string_lossy().into_owned(),
-        ],
-        None,
-    )?;
-    scratches.mounts.retain(|m| m != &mp);
+    destroy_clone(r, &mp, &format!("advise --apply, {device}"), scratches)?;
     let a = out
         .applied
         .ok_or_else(|| anyhow!("{name}: its report has no 'applied' section"))?;
@@ -1144,6 +1088,40 @@ struct RoundSetup<'a> {
     tool: Option<&'a (&'static str, Vec<String>)>,
 }
 
+impl RoundSetup<'_> {
+    /// A block-for-block clone of the base (mounted as $CLONE) and the traced profile
+    /// retargeted to it, saved as data/profile-`tag`.json.
+    fn fresh_clone(
+        &self,
+        r: &mut Runner,
+        scratches: &mut Scratches,
+        tag: &str,
+    ) -> Result<(PathBuf, PathBuf)> {
+        scratches.dirs.push(self.images.join("clone"));
+        let info = steps::clone_scratch(r, self.base, self.images, "CLONE")?;
+        let mp = info.mountpoint;
+        scratches.mounts.push(mp.clone());
+        let profile = r.out().join(format!("data/profile-{tag}.json"));
+        retarget_profile(self.profile, self.base, &mp, &profile)?;
+        Ok((mp, profile))
+    }
+}
+
+/// `scratch destroy` on a clone made by [`RoundSetup::fresh_clone`].
+fn destroy_clone(r: &mut Runner, mp: &Path, what: &str, scratches: &mut Scratches) -> Result<()> {
+    r.fragkit(
+        &format!("scratch destroy ({what})"),
+        &[
+            "scratch".into(),
+            "destroy".into(),
+            mp.to_string_lossy().into_owned(),
+        ],
+        None,
+    )?;
+    scratches.mounts.retain(|m| m != mp);
+    Ok(())
+}
+
 /// One contender in round `k`: clone, ceiling, the application, the defrag under it, the
 /// fixed read run and the modeled profile after; the clone is destroyed at the end.
 fn run_round(
@@ -1156,15 +1134,10 @@ fn run_round(
     notes: &mut Vec<String>,
 ) -> Result<(AppRound, Option<String>)> {
     let app = spec.app;
-    let var = "CLONE";
-    let dir = s.images.join("clone");
-    scratches.dirs.push(dir.clone());
-    let info = steps::clone_scratch(r, s.base, s.images, var)?;
-    let mp = info.mountpoint.clone();
-    scratches.mounts.push(mp.clone());
+    let tag = format!("{name}-r{k}");
+    let (mp, profile) = s.fresh_clone(r, scratches, &tag)?;
     let db = mp.join("db");
     let target = app.target(&db);
-    let tag = format!("{name}-r{k}");
     let device = BlockDevice::for_path(&mp)?;
     let throttle = match &spec.io_limit {
         Some(l) => Some(
@@ -1177,8 +1150,6 @@ fn run_round(
         ),
         None => None,
     };
-    let profile = r.out().join(format!("data/profile-{tag}.json"));
-    retarget_profile(s.profile, s.base, &mp, &profile)?;
 
     // The application, cold, reading for as long as the round needs.
     fragkit_core::io::job::drop_caches()?;
@@ -1298,16 +1269,7 @@ fn run_round(
         &format!("advise-{tag}.json"),
     )?;
     drop(throttle);
-    r.fragkit(
-        &format!("scratch destroy ({name}, round {k})"),
-        &[
-            "scratch".into(),
-            "destroy".into(),
-            mp.to_string_lossy().into_owned(),
-        ],
-        None,
-    )?;
-    scratches.mounts.retain(|m| m != &mp);
+    destroy_clone(r, &mp, &format!("{name}, round {k}"), scratches)?;
     Ok((
         AppRound {
             round: k,

@@ -13,6 +13,7 @@ use super::{
     ModeledFigures, WorkloadFigures,
 };
 use fragkit_core::scratch::FsType;
+use fragkit_core::stats::median;
 
 /// What a lab run will do, decided before anything runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,16 +80,6 @@ pub(crate) fn layout_figures(step: &str, scan: &Scan) -> Result<LayoutFigures> {
         move_bytes: rq.move_bytes,
         layout_score: sm.layout_score,
     })
-}
-
-pub fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// One state's figures from the rounds: per round, its jobs (one per file, run one after

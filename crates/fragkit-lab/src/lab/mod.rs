@@ -616,6 +616,7 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
     let full_defrag = timed(&full_mp, &mut || {
         steps::defrag_full(&mut r, &full_mp, &full_mp.join("work"), &rs_arg, "full")
     })?;
+    let tool_notes = notes.len();
     let tool_defrag = match (&plan.tool, &tool_mp) {
         (Some((prog, leading)), Some(mp)) => Some(timed(mp, &mut || {
             let targets: Vec<PathBuf> = names.iter().map(|n| mp.join("work").join(n)).collect();
@@ -631,6 +632,10 @@ pub fn run(spec: &LabSpec) -> Result<LabReport> {
         })?),
         _ => None,
     };
+    // What was set up around the tool, reproduce.sh sets up the same way.
+    for n in &mut notes[tool_notes..] {
+        n.push_str("; reproduce.sh sets it the same way around the tool");
+    }
 
     // 7. Look at each clone again, then run the workload on every state side by side:
     // each round reads the untouched clone and every defragmented one once, in rotating

@@ -281,7 +281,7 @@ pub(crate) fn defrag_tool(
         let knob = SysfsTunable::ext4_scan_every_free_extent(mp, blocks)?;
         if let Some(k) = &knob {
             notes.push(format!(
-                "e4defrag ran with {} at {} (was {}), as fragkit's full mode sets it for its own run: its best setup, since both get their donors from ext4's allocator (docs/defrag.md); reproduce.sh sets it the same way around e4defrag",
+                "e4defrag ran with {} at {} (was {}), as fragkit's full mode sets it for its own run: its best setup, since both get their donors from ext4's allocator (docs/defrag.md)",
                 k.knob().display(),
                 k.new_value(),
                 k.old()
