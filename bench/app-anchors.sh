@@ -40,6 +40,12 @@ for c in r["contenders"]:
     print(f"  {c['name']:<9} during/before "
           + (f"{i['median']:.3f} [{i['low']:.3f}-{i['high']:.3f}, {100*i['confidence']:.0f}%]" if i else "-")
           + (f"  wrote {d['median']/2**20:.1f} MiB" if d else ""))
+# Proof of the same work: every contender's fixed read run after its defrag asked the
+# application for the same reads; the device's read requests and bytes per round.
+print("fixed read run after, device reads per round (requests / MiB):")
+for c in r["contenders"]:
+    rs = sorted(c["rounds"], key=lambda k: k["round"])
+    print(f"  {c['name']:<9} " + "  ".join(f"{k['read_requests']}/{k['read_bytes']/2**20:.1f}" for k in rs))
 anchors = [("bytes_written", "bytes written", 0.31, lambda m: m <= 0.35, "<= 0.35"),
            ("slowdown", "app slowdown", 0.16, lambda m: m <= 0.25, "<= 0.25"),
            ("seconds", "defrag time", 0.16, lambda m: m <= 0.25, "<= 0.25"),

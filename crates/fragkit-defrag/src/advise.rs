@@ -12,7 +12,11 @@
 //!   (FragPicker). It is also what allocating in whole, stripe-aligned stripes gives.
 //! - **after** each defrag mode (pick, bypass, full): the planner's ranges (the same plan
 //!   `fragkit defrag` makes) each joined into one piece at the address the contiguous
-//!   layout gives its first byte; the rest as it is.
+//!   layout gives its first byte; the rest as it is. A range defrag's judge would refuse
+//!   stays where it is: judged in plan order as defrag does, each placed away from its
+//!   neighbours (a new allocation cannot take the blocks the range still holds), so a
+//!   small range cut out of two longer runs, which adds split requests around it, is not
+//!   counted as moved.
 //!
 //! A fix's cost is the modeled time of its own reads and writes; it is recommended when the
 //! time it saves over `reads` repetitions of the priced accesses exceeds that cost, and of
@@ -26,6 +30,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::judge;
 use crate::plan::{self, FilePlan, Mode, Profile};
 use fragkit_core::device::{DeviceModel, ReadCost};
 use fragkit_core::layout::model::Fragment;
@@ -357,6 +362,39 @@ pub fn after_move(runs: &[Fragment], moved: &[(u64, u64)]) -> Vec<Fragment> {
     out
 }
 
+/// The planned ranges (in plan order) defrag's judge would accept, each judged on the
+/// file as the ranges accepted before it left it, its new piece away from every block the
+/// file holds (see the module comment).
+fn judged(
+    extents: &[Extent],
+    planned: impl Iterator<Item = (u64, u64)>,
+    block: u64,
+    r: u64,
+) -> Vec<(u64, u64)> {
+    let mut now = extents.to_vec();
+    let mut free = extents
+        .iter()
+        .map(|e| e.physical.saturating_add(e.length))
+        .max()
+        .unwrap_or(0)
+        .saturating_add(block);
+    let mut out = Vec::new();
+    for (o, l) in planned {
+        let new = [Extent::plain(o, free, l)];
+        if !judge::judge(&now, &new, o, l, block, r).better() {
+            continue;
+        }
+        let end = o.saturating_add(l);
+        now = judge::clip_extents(&now, 0, o)
+            .chain(new)
+            .chain(judge::clip_extents(&now, end, u64::MAX))
+            .collect();
+        free = free.saturating_add(l).saturating_add(block);
+        out.push((o, l));
+    }
+    out
+}
+
 /// Price each file and recommend a fix.
 pub fn advise(files: &[FileEntry], opts: &AdviseOptions) -> Result<Advice, ParamError> {
     let d = &opts.device;
@@ -389,9 +427,13 @@ pub fn advise(files: &[FileEntry], opts: &AdviseOptions) -> Result<Advice, Param
         let mut options = Vec::new();
         for (fix, p) in &plans {
             let plan = &p[i];
-            let planned: Vec<(u64, u64)> =
-                plan.ranges.iter().map(|x| (x.offset, x.length)).collect();
-            let bytes = plan.bytes();
+            let planned = judged(
+                &f.file.layout.extents,
+                plan.ranges.iter().map(|x| (x.offset, x.length)),
+                f.file.layout.block_size.max(1) as u64,
+                r,
+            );
+            let bytes = planned.iter().map(|&(_, l)| l).sum();
             let after_ns = if planned.is_empty() {
                 now.time_ns
             } else {
@@ -840,6 +882,34 @@ mod tests {
         let mut unwritten = Extent::plain(0, 1 << 30, 64 * K);
         unwritten.flags = fragkit_sys::fiemap::ExtentFlags::UNWRITTEN;
         assert!(requests(0, 64 * K, 128 * K, &[unwritten]).is_empty());
+    }
+
+    #[test]
+    fn ranges_the_judge_refuses_are_not_counted_as_moved() {
+        // Runs [0,192K) and [192K,384K) far apart, R = 128 KiB.
+        let file = [
+            Extent::plain(0, 0, 192 * K),
+            Extent::plain(192 * K, 1 << 30, 192 * K),
+        ];
+        // 8 KiB across the boundary, placed elsewhere: its window then reads in three
+        // pieces instead of two. Refused.
+        assert!(judged(&file, [(188 * K, 8 * K)].into_iter(), 4 * K, 128 * K).is_empty());
+        // The whole window [128K,256K): one request instead of two. Moved.
+        assert_eq!(
+            judged(&file, [(128 * K, 128 * K)].into_iter(), 4 * K, 128 * K),
+            vec![(128 * K, 128 * K)]
+        );
+        // Judged on the file as the earlier ranges left it: the same window twice is moved
+        // once (the second time it is already one piece).
+        assert_eq!(
+            judged(
+                &file,
+                [(128 * K, 128 * K), (128 * K, 128 * K)].into_iter(),
+                4 * K,
+                128 * K
+            ),
+            vec![(128 * K, 128 * K)]
+        );
     }
 
     #[test]

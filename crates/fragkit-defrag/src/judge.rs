@@ -50,7 +50,11 @@ impl Judgement {
 }
 
 /// Extents overlapping [lo, hi), cut at the bounds.
-fn clip_extents(extents: &[Extent], lo: u64, hi: u64) -> impl Iterator<Item = Extent> + '_ {
+pub(crate) fn clip_extents(
+    extents: &[Extent],
+    lo: u64,
+    hi: u64,
+) -> impl Iterator<Item = Extent> + '_ {
     extents
         .iter()
         .filter(move |e| e.logical < hi && e.logical_end() > lo)
