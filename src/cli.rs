@@ -418,9 +418,14 @@ pub struct AdviseArgs {
     /// Files, directories or mount points to advise on
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// The device to price reads on: an SSD preset (`fragkit ssd --presets`), g,S, or the
-    /// disk model (hdd, hdd@OFFSET)
-    #[arg(long, value_name = "PRESET|g,S|hdd", default_value = "fast24")]
+    /// The device to price reads on: an SSD preset (`fragkit ssd --presets`), g,S,
+    /// measured:FILE (the g and S `fragkit probe alignment DEV --format json` saved in FILE
+    /// found), or the disk model (hdd, hdd@OFFSET)
+    #[arg(
+        long,
+        value_name = "PRESET|g,S|measured:FILE|hdd",
+        default_value = "fast24"
+    )]
     pub device: String,
     /// Accesses to price, from `fragkit trace -o` [default: one sequential read of each file]
     #[arg(long, value_name = "FILE", conflicts_with = "trace_for")]

@@ -35,15 +35,56 @@ impl ReadCost {
     }
 }
 
+/// The SSD with the die granularity g and stripe S that `fragkit probe alignment DEV
+/// --format json` inferred (its `inference`), saved in `file`; the rest of the device
+/// (timings, channels) is the g,S model's.
+fn measured(file: &str) -> anyhow::Result<DeviceModel> {
+    use anyhow::{anyhow, bail};
+    let usage =
+        "expected measured:FILE, FILE saved from `fragkit probe alignment DEV --format json`";
+    if file.is_empty() {
+        bail!("measured: {usage}");
+    }
+    let text =
+        std::fs::read_to_string(file).map_err(|e| anyhow!("measured:{file}: {e}; {usage}"))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow!("measured:{file}: not JSON ({e}); {usage}"))?;
+    let inf = v
+        .get("inference")
+        .ok_or_else(|| anyhow!("measured:{file}: no 'inference' in it; {usage}"))?;
+    let size = |k: &str| inf.get(k).and_then(serde_json::Value::as_u64);
+    let (Some(g), Some(stripe)) = (size("granularity"), size("stripe")) else {
+        bail!("measured:{file}: the probe found no die structure (no granularity and stripe): give g,S instead");
+    };
+    let mut p = crate::ssd::Params::parse(&format!("{g},{stripe}"))
+        .map_err(|e| anyhow!("measured:{file}: {e}"))?;
+    p.validate()?;
+    // A floor reached at the last period probed is a lower bound on S; the name says so.
+    p.name = if inf
+        .get("stripe_lower_bound")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+    {
+        format!("measured (g={g}, S>={stripe})")
+    } else {
+        format!("measured (g={g}, S={stripe})")
+    };
+    Ok(DeviceModel::Ssd(p))
+}
+
 /// Application requests per replay: at queue depth 1 each request starts on an idle device,
 /// so a long read is the sum of its segments and the SSD's mapping stays bounded.
 const SEGMENT_REQUESTS: usize = 1024;
 
 impl DeviceModel {
-    /// `hdd…` is the disk model; anything else an SSD spec. One-line errors.
+    /// `hdd…` is the disk model; `measured:FILE` the SSD `fragkit probe alignment` found;
+    /// anything else an SSD spec. One-line errors.
     pub fn parse(spec: &str) -> anyhow::Result<DeviceModel> {
         if spec.trim().to_ascii_lowercase().starts_with("hdd") {
             return Ok(DeviceModel::Hdd(crate::hdd::Params::parse(spec)?));
+        }
+        if let Some(file) = spec.trim().strip_prefix("measured") {
+            return measured(file.strip_prefix(':').unwrap_or_default());
         }
         let p = crate::ssd::Params::parse(spec)
             .map_err(|e| anyhow::anyhow!("{e}; or hdd / hdd@OFFSET for the disk model"))?;
@@ -155,6 +196,29 @@ mod tests {
         let s = DeviceModel::parse("fast24").unwrap();
         assert_eq!(s.name(), "fast24");
         assert!(s.stripe_bytes().unwrap() > 0);
+        let dir = tempfile::tempdir().unwrap();
+        let probe = dir.path().join("probe.json");
+        std::fs::write(
+            &probe,
+            r#"{"inference":{"granularity":32768,"stripe":1048576,"stripe_lower_bound":false}}"#,
+        )
+        .unwrap();
+        let m = DeviceModel::parse(&format!("measured:{}", probe.display())).unwrap();
+        assert_eq!(m.stripe_bytes(), Some(1 << 20));
+        assert_eq!(m.name(), "measured (g=32768, S=1048576)");
+        std::fs::write(
+            &probe,
+            r#"{"inference":{"granularity":null,"stripe":null}}"#,
+        )
+        .unwrap();
+        let e = DeviceModel::parse(&format!("measured:{}", probe.display()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no die structure"), "{e}");
+        for bad in ["measured", "measured:/nonexistent/probe.json"] {
+            let e = DeviceModel::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("probe alignment"), "{bad}: {e}");
+        }
         let e = DeviceModel::parse("nonsense").unwrap_err().to_string();
         assert!(e.contains("hdd"), "{e}");
     }
