@@ -848,6 +848,14 @@ fn step_times(text: &str) -> BTreeMap<usize, (f64, f64, i32)> {
 /// The report of a finished run rebuilt from `dir`: its plan (data/lab.json) and the steps'
 /// outputs in data/ (scans, bench rounds, `bench writes` counts, defrag reports), computed
 /// by the same functions as a lab run. Nothing is run.
+/// Whether `dir` holds a `lab --app` run's report (report.json naming its application).
+fn is_app_run(dir: &Path) -> bool {
+    fs::read_to_string(dir.join("report.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("app").is_some())
+}
+
 pub fn report_from_dir(dir: &Path) -> Result<LabReport> {
     let dir = dir
         .canonicalize()
@@ -861,6 +869,12 @@ pub fn report_from_dir(dir: &Path) -> Result<LabReport> {
             )
         })
     };
+    if !dir.join(PLAN_FILE).exists() && is_app_run(&dir) {
+        bail!(
+            "--report-only {}: a `lab --app` run, whose report.json and report.html were written complete at its end; --report-only rebuilds a synthetic lab's report from its steps' outputs (reproduce.sh)",
+            dir.display()
+        );
+    }
     let plan: LabPlan = child::parse(PLAN_FILE, &read(PLAN_FILE)?)?;
     let fs_type = FsType::from_name(&plan.fs)
         .with_context(|| format!("{PLAN_FILE}: unknown file system {:?}", plan.fs))?;
@@ -1104,6 +1118,16 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!(t[&1], (10.5, 12.0, 0));
         assert_eq!(t[&2], (12.0, 13.25, 1));
+    }
+
+    #[test]
+    fn report_only_on_an_app_run_says_what_it_is() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("data")).unwrap();
+        fs::write(d.path().join("report.json"), r#"{"app":"rocksdb"}"#).unwrap();
+        let e = format!("{:#}", report_from_dir(d.path()).unwrap_err());
+        assert!(e.contains("a `lab --app` run"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
     }
 
     #[test]
