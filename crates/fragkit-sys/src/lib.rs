@@ -49,6 +49,7 @@ pub mod fsmap;
 pub mod handle;
 pub mod inode;
 pub mod inotify;
+pub mod jbd2;
 pub mod mountinfo;
 pub mod move_ext;
 pub mod openat;

@@ -204,7 +204,7 @@ pub(crate) fn for_fs(magic: u64, method: Method, unshare: bool) -> Result<Box<dy
         return Ok(Box::new(rewrite::Rewrite));
     }
     Ok(match magic {
-        EXT4_MAGIC => Box::new(ext4::MoveExt),
+        EXT4_MAGIC => Box::new(ext4::MoveExt::default()),
         XFS_MAGIC => Box::new(xfs::CommitRange),
         BTRFS_MAGIC => Box::new(btrfs::DefragRange { unshare }),
         F2FS_MAGIC => Box::new(f2fs::Defragment),
