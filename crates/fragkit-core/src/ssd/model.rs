@@ -40,46 +40,21 @@ pub enum Placement {
     Approach,
 }
 
-/// Logical-to-physical map in 4 MiB chunks allocated on first write: memory grows with
-/// the mapped pages (and 4 bytes of index per 4 MiB below the highest chunk written),
-/// not with the device size.
-struct PageMap {
-    /// Chunk number + 1 of each chunk key below `DENSE` (0: not allocated), grown to the
+/// Chunk keys (4 MiB of units each) → chunk numbers in a [`Chunks`] arena.
+#[derive(Default)]
+struct ChunkIndex {
+    /// Chunk number + 1 of each key below `DENSE` (0: not allocated), grown to the
     /// highest key used: one load per lookup, no hashing.
     dense: Vec<u32>,
     /// Chunks at or beyond `DENSE` (a trace's far end of a huge address space).
     sparse: HashMap<u64, u32>,
-    /// The chunks, one after another (chunk i at `i * CHUNK`): one allocation, which
-    /// the kernel may back with huge pages (random lookups miss the TLB less).
-    units: Vec<u64>,
-    mapped: u64,
 }
 
 const CHUNK: usize = 1024;
 /// Keys (4 MiB each) the dense index covers: 16 TiB, at most 16 MiB of index.
 const DENSE: u64 = 1 << 22;
 
-impl PageMap {
-    fn new() -> PageMap {
-        PageMap {
-            dense: Vec::new(),
-            sparse: HashMap::new(),
-            units: Vec::new(),
-            mapped: 0,
-        }
-    }
-
-    fn chunks(&self) -> usize {
-        self.units.len() / CHUNK
-    }
-
-    #[inline]
-    fn chunk(&self, i: usize) -> &[u64; CHUNK] {
-        self.units[i * CHUNK..(i + 1) * CHUNK]
-            .try_into()
-            .expect("whole chunk")
-    }
-
+impl ChunkIndex {
     #[inline]
     fn find(&self, key: u64) -> Option<usize> {
         if key < DENSE {
@@ -93,16 +68,11 @@ impl PageMap {
     }
 
     #[inline]
-    fn find_or_create(&mut self, key: u64) -> usize {
+    fn find_or_create(&mut self, key: u64, chunks: &mut Chunks) -> usize {
         if let Some(i) = self.find(key) {
             return i;
         }
-        let i = self.chunks();
-        let cap = self.units.capacity();
-        self.units.resize(self.units.len() + CHUNK, 0);
-        if self.units.capacity() != cap {
-            fragkit_sys::vm::hint_huge_pages(&self.units);
-        }
+        let i = chunks.push();
         if key < DENSE {
             if self.dense.len() <= key as usize {
                 self.dense.resize(key as usize + 1, 0);
@@ -113,6 +83,66 @@ impl PageMap {
         }
         i
     }
+}
+
+/// Chunks of `CHUNK` entries (0: unmapped), one after another (chunk i at `i * CHUNK`):
+/// one allocation, which the kernel may back with huge pages (random lookups miss the
+/// TLB less), shared by every index that allocates from it.
+#[derive(Default)]
+struct Chunks {
+    units: Vec<u64>,
+}
+
+impl Chunks {
+    fn len(&self) -> usize {
+        self.units.len() / CHUNK
+    }
+
+    /// A new zeroed chunk; its number.
+    fn push(&mut self) -> usize {
+        let i = self.len();
+        let cap = self.units.capacity();
+        self.units.resize(self.units.len() + CHUNK, 0);
+        if self.units.capacity() != cap {
+            fragkit_sys::vm::hint_huge_pages(&self.units);
+        }
+        i
+    }
+
+    #[inline]
+    fn chunk(&self, i: usize) -> &[u64; CHUNK] {
+        self.units[i * CHUNK..(i + 1) * CHUNK]
+            .try_into()
+            .expect("whole chunk")
+    }
+
+    /// The entry of `lpn` in chunk `i`.
+    #[inline]
+    fn slot(&self, i: usize, lpn: u64) -> &u64 {
+        &self.units[i * CHUNK + (lpn % CHUNK as u64) as usize]
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, i: usize, lpn: u64) -> &mut u64 {
+        &mut self.units[i * CHUNK + (lpn % CHUNK as u64) as usize]
+    }
+}
+
+/// Logical-to-physical map in 4 MiB chunks allocated on first write: memory grows with
+/// the mapped pages (and 4 bytes of index per 4 MiB below the highest chunk written),
+/// not with the device size.
+#[derive(Default)]
+struct PageMap {
+    index: ChunkIndex,
+    chunks: Chunks,
+    mapped: u64,
+}
+
+impl PageMap {
+    #[cfg(test)]
+    fn chunks(&self) -> usize {
+        self.chunks.len()
+    }
 
     /// The entries of `lpn..end` (0 where unmapped) to `f`, a chunk's run at a time.
     #[inline]
@@ -122,8 +152,8 @@ impl PageMap {
             let key = lpn / CHUNK as u64;
             let at = (lpn % CHUNK as u64) as usize;
             let n = ((key + 1) * CHUNK as u64).min(end) - lpn;
-            let c: &[u64; CHUNK] = match self.find(key) {
-                Some(i) => self.chunk(i),
+            let c: &[u64; CHUNK] = match self.index.find(key) {
+                Some(i) => self.chunks.chunk(i),
                 None => &ZEROS,
             };
             f(&c[at..at + n as usize]);
@@ -137,8 +167,8 @@ impl PageMap {
             let key = lpn / CHUNK as u64;
             let at = (lpn % CHUNK as u64) as usize;
             let n = (CHUNK - at).min(values.len());
-            let i = self.find_or_create(key);
-            let slots = &mut self.units[i * CHUNK + at..i * CHUNK + at + n];
+            let i = self.index.find_or_create(key, &mut self.chunks);
+            let slots = &mut self.chunks.units[i * CHUNK + at..i * CHUNK + at + n];
             let fresh = slots.iter().filter(|&&v| v == 0).count() as u64;
             slots.copy_from_slice(&values[..n]);
             self.mapped += fresh;
@@ -150,28 +180,28 @@ impl PageMap {
     /// The entry of `lpn`, when mapped.
     #[inline]
     fn get(&self, lpn: u64) -> Option<u64> {
-        let i = self.find(lpn / CHUNK as u64)?;
-        let v = self.units[i * CHUNK + (lpn % CHUNK as u64) as usize];
+        let i = self.index.find(lpn / CHUNK as u64)?;
+        let v = *self.chunks.slot(i, lpn);
         (v != 0).then_some(v)
     }
 
     /// Ask the cache for the entry of `lpn` ahead of its use (no effect on results).
     #[inline]
     fn prefetch(&self, lpn: u64) {
-        if let Some(i) = self.find(lpn / CHUNK as u64) {
-            prefetch(&self.units[i * CHUNK + (lpn % CHUNK as u64) as usize]);
+        if let Some(i) = self.index.find(lpn / CHUNK as u64) {
+            prefetch(self.chunks.slot(i, lpn));
         }
     }
 
     fn set(&mut self, lpn: u64, v: u64) {
         let key = lpn / CHUNK as u64;
         let i = if v != 0 {
-            Some(self.find_or_create(key))
+            Some(self.index.find_or_create(key, &mut self.chunks))
         } else {
-            self.find(key)
+            self.index.find(key)
         };
         if let Some(i) = i {
-            let slot = &mut self.units[i * CHUNK + (lpn % CHUNK as u64) as usize];
+            let slot = self.chunks.slot_mut(i, lpn);
             match (*slot != 0, v != 0) {
                 (false, true) => self.mapped += 1,
                 (true, false) => self.mapped -= 1,
@@ -214,29 +244,67 @@ impl std::hash::Hasher for InoHasher {
     }
 }
 
-/// The approach's (inode, file unit) → logical unit map: one chunked map per file, so
-/// recording a write costs a chunk copy, not a hash insert per 4 KiB.
+/// The approach's (inode, file unit) → logical unit map: one chunk index per file, all
+/// files' chunks in one arena (one allocation the kernel may back with huge pages, where
+/// a map per file took 4 KiB pages and missed the TLB on most lookups), so recording a
+/// write costs a chunk's run of stores, not a hash insert per 4 KiB.
 #[derive(Default)]
 struct FileUnits {
-    files: HashMap<u64, PageMap, std::hash::BuildHasherDefault<InoHasher>>,
-    /// Reused buffer of logical units + 1 (0 is "unmapped" in a PageMap).
-    values: Vec<u64>,
+    /// Inode → its index in `files`.
+    slots: HashMap<u64, u32, std::hash::BuildHasherDefault<InoHasher>>,
+    files: Vec<ChunkIndex>,
+    /// Logical unit + 1 of each file unit (0: never written).
+    chunks: Chunks,
 }
 
 impl FileUnits {
-    /// The logical unit file `ino`'s unit `fu` was last written to.
-    fn get(&self, ino: u64, fu: u64) -> Option<u64> {
-        self.files.get(&ino)?.get(fu).map(|v| v - 1)
+    /// The index of file `ino`, when it has been written.
+    #[inline]
+    fn find(&self, ino: u64) -> Option<usize> {
+        self.slots.get(&ino).map(|&f| f as usize)
     }
 
-    /// File units `fu..fu + n` of `ino` now live at logical units `lpn..lpn + n`.
-    fn set(&mut self, ino: u64, fu: u64, lpn: u64, n: u64) {
-        self.values.clear();
-        self.values.extend((lpn + 1)..=(lpn + n));
-        self.files
-            .entry(ino)
-            .or_insert_with(PageMap::new)
-            .set_range(fu, &self.values);
+    /// The index of file `ino`, made on its first write.
+    fn find_or_create(&mut self, ino: u64) -> usize {
+        let next = self.files.len() as u32;
+        let f = *self.slots.entry(ino).or_insert(next);
+        if f == next {
+            self.files.push(ChunkIndex::default());
+        }
+        f as usize
+    }
+
+    /// The logical unit file `f`'s unit `fu` was last written to.
+    #[inline]
+    fn get(&self, f: usize, fu: u64) -> Option<u64> {
+        let i = self.files[f].find(fu / CHUNK as u64)?;
+        let v = *self.chunks.slot(i, fu);
+        v.checked_sub(1)
+    }
+
+    /// Ask the cache for file `f`'s entry of unit `fu` (no effect on results).
+    #[inline]
+    fn prefetch(&self, f: usize, fu: u64) {
+        if let Some(i) = self.files[f].find(fu / CHUNK as u64) {
+            prefetch(self.chunks.slot(i, fu));
+        }
+    }
+
+    /// File units `fu..fu + n` of file `f` now live at logical units `lpn..lpn + n`.
+    fn set(&mut self, f: usize, mut fu: u64, mut lpn: u64, mut n: u64) {
+        while n > 0 {
+            let key = fu / CHUNK as u64;
+            let at = (fu % CHUNK as u64) as usize;
+            let k = (CHUNK - at).min(n as usize);
+            let i = self.files[f].find_or_create(key, &mut self.chunks);
+            let slots = &mut self.chunks.units[i * CHUNK + at..i * CHUNK + at + k];
+            for (s, v) in slots.iter_mut().zip(lpn + 1..) {
+                *s = v;
+            }
+            fu += k as u64;
+            lpn += k as u64;
+            n -= k as u64;
+        }
     }
 }
 
@@ -490,7 +558,7 @@ impl Ssd {
             piece_host_ns: Params::xfer_ns(p.channel_xfer_bytes, p.host_mb_s),
             page_ch_ns: Params::xfer_ns(p.page_bytes, p.channel_mb_s),
             read_ns: p.read_ns,
-            map: PageMap::new(),
+            map: PageMap::default(),
             cur_die: 0,
             local: vec![0; dies as usize],
             file_units: FileUnits::default(),
@@ -589,10 +657,13 @@ impl Ssd {
         if let (Placement::Approach, Op::Write, Some(ino), Some(off)) =
             (self.placement, r.op, r.inode, r.offset)
         {
-            if let Some(f) = self.file_units.files.get(&ino) {
+            if let Some(f) = self.file_units.find(ino) {
                 let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
-                f.prefetch(fu);
-                f.prefetch(fu.saturating_sub(1));
+                self.file_units.prefetch(f, fu);
+                // fu - 1 shares fu's cache line (8 entries) unless fu starts one.
+                if fu % 8 == 0 {
+                    self.file_units.prefetch(f, fu.saturating_sub(1));
+                }
             }
         }
     }
@@ -611,9 +682,14 @@ impl Ssd {
         if let (Placement::Approach, Op::Write, Some(ino), Some(off)) =
             (self.placement, r.op, r.inode, r.offset)
         {
-            let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
-            for u in [Some(fu), fu.checked_sub(1)].into_iter().flatten() {
-                if let Some(lpn) = self.file_units.get(ino, u) {
+            if let Some(f) = self.file_units.find(ino) {
+                let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
+                // The steer reads the previous unit's entry only when this one has none.
+                let lpn = self
+                    .file_units
+                    .get(f, fu)
+                    .or_else(|| self.file_units.get(f, fu.checked_sub(1)?));
+                if let Some(lpn) = lpn {
                     self.map.prefetch(lpn);
                 }
             }
@@ -750,7 +826,7 @@ impl Ssd {
             // Consecutive units in one flash page are one NAND read (conv_read).
             let mut group: Option<(u32, u64, u64)> = None;
             // The map's entries are read in place; nand_read does not touch the map.
-            let map = std::mem::replace(&mut self.map, PageMap::new());
+            let map = std::mem::take(&mut self.map);
             map.for_range(u, cmd_end, |found| {
                 for &v in found {
                     if v == 0 {
@@ -868,10 +944,11 @@ impl Ssd {
             .host
             .reserve(t, Params::xfer_ns(r.bytes, self.p.host_mb_s));
         // The approach's hint: the file and offset of the write's first unit (the request
-        // may start inside it), when the trace resolved them.
+        // may start inside it), when the trace resolved them. The file is looked up once
+        // for all the request's commands (a file never written has no units to find).
         let hint = match (self.placement, r.inode, r.offset) {
             (Placement::Approach, Some(ino), Some(off)) => Some((
-                ino,
+                self.file_units.find_or_create(ino),
                 off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT,
             )),
             _ => None,
@@ -885,10 +962,10 @@ impl Ssd {
         let mut u = first;
         while u < end {
             let cmd_end = (u + per_cmd).min(end);
-            if let Some((ino, fu)) = hint {
+            if let Some((f, fu)) = hint {
                 let fu = fu + (u - first);
-                self.steer(ino, fu);
-                self.file_units.set(ino, fu, u, cmd_end - u);
+                self.steer(f, fu);
+                self.file_units.set(f, fu, u, cmd_end - u);
             }
             for _ in u..cmd_end {
                 let (die, local) = self.alloc();
@@ -925,16 +1002,16 @@ impl Ssd {
     /// that starts inside a page continues on the next die instead of taking two pages of
     /// one die. (Die = base + offset / g per unit, the earlier form, put a chunk that
     /// started mid-page on two pages of one die: more collisions than write order.)
-    fn steer(&mut self, ino: u64, file_unit: u64) {
+    fn steer(&mut self, f: usize, file_unit: u64) {
         if let Some(v) = self
             .file_units
-            .get(ino, file_unit)
+            .get(f, file_unit)
             .and_then(|lpn| self.map.get(lpn))
         {
             self.cur_die = unpack(v).0;
         } else if let Some(prev) = file_unit
             .checked_sub(1)
-            .and_then(|u| self.file_units.get(ino, u))
+            .and_then(|u| self.file_units.get(f, u))
             .and_then(|lpn| self.map.get(lpn))
         {
             self.cur_die = (unpack(prev).0 + 1) % self.dies;
