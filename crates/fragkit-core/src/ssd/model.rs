@@ -85,12 +85,20 @@ impl ChunkIndex {
     }
 }
 
+/// A map entry: 32 bits, so a cache line holds 16 and a read's entries take half the
+/// lines 64 bits did. 0 is "unmapped"; a value that does not fit is kept aside (`WIDE`).
+type Entry = u32;
+/// The entry of a value kept in [`Chunks::wide`].
+const WIDE: Entry = Entry::MAX;
+
 /// Chunks of `CHUNK` entries (0: unmapped), one after another (chunk i at `i * CHUNK`):
 /// one allocation, which the kernel may back with huge pages (random lookups miss the
 /// TLB less), shared by every index that allocates from it.
 #[derive(Default)]
 struct Chunks {
-    units: Vec<u64>,
+    units: Vec<Entry>,
+    /// Values of `WIDE` entries, by position in `units`.
+    wide: HashMap<usize, u64>,
 }
 
 impl Chunks {
@@ -110,21 +118,84 @@ impl Chunks {
     }
 
     #[inline]
-    fn chunk(&self, i: usize) -> &[u64; CHUNK] {
+    fn chunk(&self, i: usize) -> &[Entry; CHUNK] {
         self.units[i * CHUNK..(i + 1) * CHUNK]
             .try_into()
             .expect("whole chunk")
     }
 
-    /// The entry of `lpn` in chunk `i`.
+    /// Position in `units` of `lpn`'s entry in chunk `i`.
     #[inline]
-    fn slot(&self, i: usize, lpn: u64) -> &u64 {
-        &self.units[i * CHUNK + (lpn % CHUNK as u64) as usize]
+    fn pos(i: usize, lpn: u64) -> usize {
+        i * CHUNK + (lpn % CHUNK as u64) as usize
+    }
+
+    /// The value of entry `e` at `pos` (0: unmapped).
+    #[inline]
+    fn value(&self, pos: usize, e: Entry) -> u64 {
+        if e == WIDE {
+            self.wide[&pos]
+        } else {
+            e as u64
+        }
     }
 
     #[inline]
-    fn slot_mut(&mut self, i: usize, lpn: u64) -> &mut u64 {
-        &mut self.units[i * CHUNK + (lpn % CHUNK as u64) as usize]
+    fn load(&self, pos: usize) -> u64 {
+        self.value(pos, self.units[pos])
+    }
+
+    /// Set entries `pos..pos + n` to the values `first..first + n`, or to `values` when
+    /// given (then n = values.len()); how many of them were 0 (unmapped) before.
+    #[inline]
+    fn store_run(&mut self, pos: usize, n: usize, first: u64, values: Option<&[u64]>) -> u64 {
+        let slots = &mut self.units[pos..pos + n];
+        let (fresh, wide_here) = slots.iter().fold((0, false), |(f, w), &e| {
+            (f + u64::from(e == 0), w | (e == WIDE))
+        });
+        let largest = match values {
+            Some(v) => v.iter().copied().fold(0, u64::max),
+            None => first + n as u64 - 1,
+        };
+        if !wide_here && largest < WIDE as u64 {
+            // The common case: every old and new value fits an entry.
+            match values {
+                Some(v) => {
+                    for (s, &v) in slots.iter_mut().zip(v) {
+                        *s = v as Entry;
+                    }
+                }
+                None => {
+                    for (s, v) in slots.iter_mut().zip(first..) {
+                        *s = v as Entry;
+                    }
+                }
+            }
+        } else {
+            for k in 0..n {
+                let v = values.map_or(first + k as u64, |v| v[k]);
+                self.store(pos + k, v);
+            }
+        }
+        fresh
+    }
+
+    /// Set the value at `pos`; the value it had.
+    fn store(&mut self, pos: usize, v: u64) -> u64 {
+        let old = self.units[pos];
+        let was = if old == WIDE {
+            self.wide.remove(&pos).expect("wide value")
+        } else {
+            old as u64
+        };
+        self.units[pos] = match Entry::try_from(v) {
+            Ok(e) if e != WIDE => e,
+            _ => {
+                self.wide.insert(pos, v);
+                WIDE
+            }
+        };
+        was
     }
 }
 
@@ -144,19 +215,20 @@ impl PageMap {
         self.chunks.len()
     }
 
-    /// The entries of `lpn..end` (0 where unmapped) to `f`, a chunk's run at a time.
+    /// The entries of `lpn..end` (0 where unmapped) to `f` with the position of the first
+    /// in the arena (for [`Chunks::value`]), a chunk's run at a time.
     #[inline]
-    fn for_range(&self, mut lpn: u64, end: u64, mut f: impl FnMut(&[u64])) {
-        const ZEROS: [u64; CHUNK] = [0; CHUNK];
+    fn for_range(&self, mut lpn: u64, end: u64, mut f: impl FnMut(&[Entry], usize)) {
+        const ZEROS: [Entry; CHUNK] = [0; CHUNK];
         while lpn < end {
             let key = lpn / CHUNK as u64;
             let at = (lpn % CHUNK as u64) as usize;
             let n = ((key + 1) * CHUNK as u64).min(end) - lpn;
-            let c: &[u64; CHUNK] = match self.index.find(key) {
-                Some(i) => self.chunks.chunk(i),
-                None => &ZEROS,
+            let (c, base): (&[Entry; CHUNK], usize) = match self.index.find(key) {
+                Some(i) => (self.chunks.chunk(i), i * CHUNK),
+                None => (&ZEROS, 0),
             };
-            f(&c[at..at + n as usize]);
+            f(&c[at..at + n as usize], base + at);
             lpn += n;
         }
     }
@@ -168,10 +240,9 @@ impl PageMap {
             let at = (lpn % CHUNK as u64) as usize;
             let n = (CHUNK - at).min(values.len());
             let i = self.index.find_or_create(key, &mut self.chunks);
-            let slots = &mut self.chunks.units[i * CHUNK + at..i * CHUNK + at + n];
-            let fresh = slots.iter().filter(|&&v| v == 0).count() as u64;
-            slots.copy_from_slice(&values[..n]);
-            self.mapped += fresh;
+            self.mapped += self
+                .chunks
+                .store_run(i * CHUNK + at, n, 0, Some(&values[..n]));
             values = &values[n..];
             lpn += n as u64;
         }
@@ -181,7 +252,7 @@ impl PageMap {
     #[inline]
     fn get(&self, lpn: u64) -> Option<u64> {
         let i = self.index.find(lpn / CHUNK as u64)?;
-        let v = *self.chunks.slot(i, lpn);
+        let v = self.chunks.load(Chunks::pos(i, lpn));
         (v != 0).then_some(v)
     }
 
@@ -189,7 +260,7 @@ impl PageMap {
     #[inline]
     fn prefetch(&self, lpn: u64) {
         if let Some(i) = self.index.find(lpn / CHUNK as u64) {
-            prefetch(self.chunks.slot(i, lpn));
+            prefetch(&self.chunks.units[Chunks::pos(i, lpn)]);
         }
     }
 
@@ -201,13 +272,12 @@ impl PageMap {
             self.index.find(key)
         };
         if let Some(i) = i {
-            let slot = self.chunks.slot_mut(i, lpn);
-            match (*slot != 0, v != 0) {
+            let was = self.chunks.store(Chunks::pos(i, lpn), v);
+            match (was != 0, v != 0) {
                 (false, true) => self.mapped += 1,
                 (true, false) => self.mapped -= 1,
                 _ => {}
             }
-            *slot = v;
         }
     }
 }
@@ -278,15 +348,14 @@ impl FileUnits {
     #[inline]
     fn get(&self, f: usize, fu: u64) -> Option<u64> {
         let i = self.files[f].find(fu / CHUNK as u64)?;
-        let v = *self.chunks.slot(i, fu);
-        v.checked_sub(1)
+        self.chunks.load(Chunks::pos(i, fu)).checked_sub(1)
     }
 
     /// Ask the cache for file `f`'s entry of unit `fu` (no effect on results).
     #[inline]
     fn prefetch(&self, f: usize, fu: u64) {
         if let Some(i) = self.files[f].find(fu / CHUNK as u64) {
-            prefetch(self.chunks.slot(i, fu));
+            prefetch(&self.chunks.units[Chunks::pos(i, fu)]);
         }
     }
 
@@ -297,10 +366,7 @@ impl FileUnits {
             let at = (fu % CHUNK as u64) as usize;
             let k = (CHUNK - at).min(n as usize);
             let i = self.files[f].find_or_create(key, &mut self.chunks);
-            let slots = &mut self.chunks.units[i * CHUNK + at..i * CHUNK + at + k];
-            for (s, v) in slots.iter_mut().zip(lpn + 1..) {
-                *s = v;
-            }
+            self.chunks.store_run(i * CHUNK + at, k, lpn + 1, None);
             fu += k as u64;
             lpn += k as u64;
             n -= k as u64;
@@ -340,15 +406,31 @@ impl Divisor {
     }
 }
 
-#[inline]
-fn pack(die: u32, local: u64) -> u64 {
-    ((local << 16) | die as u64) + 1
+/// A map value: die and unit on the die, with as few bits for the die as the device
+/// needs (values stay small enough for a 32-bit [`Entry`] while a die has under 2^29
+/// units written with 8 dies).
+#[derive(Clone, Copy)]
+struct Packing {
+    die_bits: u32,
 }
 
-#[inline]
-fn unpack(v: u64) -> (u32, u64) {
-    let v = v - 1;
-    ((v & 0xffff) as u32, v >> 16)
+impl Packing {
+    fn new(dies: u32) -> Packing {
+        Packing {
+            die_bits: u32::BITS - dies.saturating_sub(1).leading_zeros(),
+        }
+    }
+
+    #[inline]
+    fn pack(self, die: u32, local: u64) -> u64 {
+        ((local << self.die_bits) | die as u64) + 1
+    }
+
+    #[inline]
+    fn unpack(self, v: u64) -> (u32, u64) {
+        let v = v - 1;
+        ((v & ((1 << self.die_bits) - 1)) as u32, v >> self.die_bits)
+    }
 }
 
 /// What a replay found. All times in nanoseconds of modeled time.
@@ -500,6 +582,7 @@ pub struct Ssd {
     p: Params,
     placement: Placement,
     dies: u32,
+    packing: Packing,
     units_per_g: Divisor,
     units_per_page: Divisor,
     /// Each die's channel.
@@ -551,6 +634,7 @@ impl Ssd {
         Ok(Ssd {
             placement,
             dies,
+            packing: Packing::new(dies),
             units_per_g: Divisor::new(p.g_bytes / MAP_UNIT),
             units_per_page: Divisor::new(p.page_bytes / MAP_UNIT),
             die_channel: (0..dies).map(|d| (d % p.channels) as usize).collect(),
@@ -661,7 +745,7 @@ impl Ssd {
                 let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
                 self.file_units.prefetch(f, fu);
                 // fu - 1 shares fu's cache line (8 entries) unless fu starts one.
-                if fu % 8 == 0 {
+                if fu.is_multiple_of(8) {
                     self.file_units.prefetch(f, fu.saturating_sub(1));
                 }
             }
@@ -827,13 +911,13 @@ impl Ssd {
             let mut group: Option<(u32, u64, u64)> = None;
             // The map's entries are read in place; nand_read does not touch the map.
             let map = std::mem::take(&mut self.map);
-            map.for_range(u, cmd_end, |found| {
-                for &v in found {
-                    if v == 0 {
+            map.for_range(u, cmd_end, |found, pos| {
+                for (k, &e) in found.iter().enumerate() {
+                    if e == 0 {
                         self.r.unmapped_read_bytes += MAP_UNIT;
                         continue;
                     }
-                    let (die, local) = unpack(v);
+                    let (die, local) = self.packing.unpack(map.chunks.value(pos + k, e));
                     let page = self.units_per_page.div(local);
                     match &mut group {
                         Some((d, pg, n)) if *d == die && *pg == page => *n += 1,
@@ -969,7 +1053,7 @@ impl Ssd {
             }
             for _ in u..cmd_end {
                 let (die, local) = self.alloc();
-                placed.push(pack(die, local));
+                placed.push(self.packing.pack(die, local));
                 if self.units_per_page.divides(local + 1) {
                     self.program(die, acked);
                 }
@@ -1008,13 +1092,13 @@ impl Ssd {
             .get(f, file_unit)
             .and_then(|lpn| self.map.get(lpn))
         {
-            self.cur_die = unpack(v).0;
+            self.cur_die = self.packing.unpack(v).0;
         } else if let Some(prev) = file_unit
             .checked_sub(1)
             .and_then(|u| self.file_units.get(f, u))
             .and_then(|lpn| self.map.get(lpn))
         {
-            self.cur_die = (unpack(prev).0 + 1) % self.dies;
+            self.cur_die = (self.packing.unpack(prev).0 + 1) % self.dies;
         }
     }
 
@@ -1409,6 +1493,54 @@ mod tests {
             let b = serde_json::to_string(&Ssd::replay(&p, pl, &t).unwrap()).unwrap();
             assert_eq!(a, b);
         }
+    }
+
+    /// Values past 32 bits are kept aside, exactly, and forgotten when overwritten.
+    #[test]
+    fn wide_values_round_trip() {
+        let mut c = Chunks::default();
+        let i = c.push();
+        let big = u64::from(WIDE) + 5;
+        assert_eq!(c.store_run(i * CHUNK, 3, big, None), 3);
+        assert_eq!(
+            (c.load(0), c.load(2), c.units[1], c.wide.len()),
+            (big, big + 2, WIDE, 3)
+        );
+        assert_eq!(c.store_run(1, 2, 7, None), 0);
+        assert_eq!((c.load(0), c.load(1), c.load(2)), (big, 7, 8));
+        assert_eq!(c.wide.len(), 1);
+        let values = [1, u64::MAX, 3];
+        assert_eq!(c.store_run(8, 3, 0, Some(&values)), 3);
+        assert_eq!((c.load(8), c.load(9), c.load(10)), (1, u64::MAX, 3));
+        assert_eq!(c.store(9, 0), u64::MAX);
+        assert_eq!((c.load(9), c.wide.len()), (0, 1));
+        assert_eq!(c.store(WIDE as usize % CHUNK, u64::from(WIDE)), 0);
+        assert_eq!(c.load(WIDE as usize % CHUNK), u64::from(WIDE));
+    }
+
+    /// The approach's overwrite case 16 TiB up the address space (logical units past 32
+    /// bits): the same dies as at address 0.
+    #[test]
+    fn approach_overwrite_far_up_the_address_space() {
+        let p = simple(8, 1023);
+        let base = 16 << 40;
+        let file = |mut q: Request, ino: u64, off: u64| {
+            q.inode = Some(ino);
+            q.offset = Some(off);
+            q
+        };
+        let t = |base: u64| {
+            vec![
+                file(req(Op::Write, base, 256 * K, 0), 11, 0),
+                file(req(Op::Write, base + (1 << 30), 224 * K, 10), 100, 0),
+                file(req(Op::Write, base + 96 * K, 32 * K, 20), 11, 96 * K),
+                req(Op::Read, base, 256 * K, 1_000_000_000),
+            ]
+        };
+        let far = Ssd::replay(&p, Placement::Approach, &t(base)).unwrap();
+        assert_eq!((far.page_reads, far.collisions), (8, 0));
+        let near = Ssd::replay(&p, Placement::Approach, &t(0)).unwrap();
+        assert_eq!(far.read_time_ns, near.read_time_ns);
     }
 
     #[test]
