@@ -40,46 +40,21 @@ pub enum Placement {
     Approach,
 }
 
-/// Logical-to-physical map in 4 MiB chunks allocated on first write: memory grows with
-/// the mapped pages (and 4 bytes of index per 4 MiB below the highest chunk written),
-/// not with the device size.
-struct PageMap {
-    /// Chunk number + 1 of each chunk key below `DENSE` (0: not allocated), grown to the
+/// Chunk keys (4 MiB of units each) → chunk numbers in a [`Chunks`] arena.
+#[derive(Default)]
+struct ChunkIndex {
+    /// Chunk number + 1 of each key below `DENSE` (0: not allocated), grown to the
     /// highest key used: one load per lookup, no hashing.
     dense: Vec<u32>,
     /// Chunks at or beyond `DENSE` (a trace's far end of a huge address space).
     sparse: HashMap<u64, u32>,
-    /// The chunks, one after another (chunk i at `i * CHUNK`): one allocation, which
-    /// the kernel may back with huge pages (random lookups miss the TLB less).
-    units: Vec<u64>,
-    mapped: u64,
 }
 
 const CHUNK: usize = 1024;
 /// Keys (4 MiB each) the dense index covers: 16 TiB, at most 16 MiB of index.
 const DENSE: u64 = 1 << 22;
 
-impl PageMap {
-    fn new() -> PageMap {
-        PageMap {
-            dense: Vec::new(),
-            sparse: HashMap::new(),
-            units: Vec::new(),
-            mapped: 0,
-        }
-    }
-
-    fn chunks(&self) -> usize {
-        self.units.len() / CHUNK
-    }
-
-    #[inline]
-    fn chunk(&self, i: usize) -> &[u64; CHUNK] {
-        self.units[i * CHUNK..(i + 1) * CHUNK]
-            .try_into()
-            .expect("whole chunk")
-    }
-
+impl ChunkIndex {
     #[inline]
     fn find(&self, key: u64) -> Option<usize> {
         if key < DENSE {
@@ -93,16 +68,11 @@ impl PageMap {
     }
 
     #[inline]
-    fn find_or_create(&mut self, key: u64) -> usize {
+    fn find_or_create(&mut self, key: u64, chunks: &mut Chunks) -> usize {
         if let Some(i) = self.find(key) {
             return i;
         }
-        let i = self.chunks();
-        let cap = self.units.capacity();
-        self.units.resize(self.units.len() + CHUNK, 0);
-        if self.units.capacity() != cap {
-            fragkit_sys::vm::hint_huge_pages(&self.units);
-        }
+        let i = chunks.push();
         if key < DENSE {
             if self.dense.len() <= key as usize {
                 self.dense.resize(key as usize + 1, 0);
@@ -113,20 +83,152 @@ impl PageMap {
         }
         i
     }
+}
 
-    /// The entries of `lpn..end` (0 where unmapped) to `f`, a chunk's run at a time.
+/// A map entry: 32 bits, so a cache line holds 16 and a read's entries take half the
+/// lines 64 bits did. 0 is "unmapped"; a value that does not fit is kept aside (`WIDE`).
+type Entry = u32;
+/// The entry of a value kept in [`Chunks::wide`].
+const WIDE: Entry = Entry::MAX;
+
+/// Chunks of `CHUNK` entries (0: unmapped), one after another (chunk i at `i * CHUNK`):
+/// one allocation, which the kernel may back with huge pages (random lookups miss the
+/// TLB less), shared by every index that allocates from it.
+#[derive(Default)]
+struct Chunks {
+    units: Vec<Entry>,
+    /// Values of `WIDE` entries, by position in `units`.
+    wide: HashMap<usize, u64>,
+}
+
+impl Chunks {
+    fn len(&self) -> usize {
+        self.units.len() / CHUNK
+    }
+
+    /// A new zeroed chunk; its number.
+    fn push(&mut self) -> usize {
+        let i = self.len();
+        let cap = self.units.capacity();
+        self.units.resize(self.units.len() + CHUNK, 0);
+        if self.units.capacity() != cap {
+            fragkit_sys::vm::hint_huge_pages(&self.units);
+        }
+        i
+    }
+
     #[inline]
-    fn for_range(&self, mut lpn: u64, end: u64, mut f: impl FnMut(&[u64])) {
-        const ZEROS: [u64; CHUNK] = [0; CHUNK];
+    fn chunk(&self, i: usize) -> &[Entry; CHUNK] {
+        self.units[i * CHUNK..(i + 1) * CHUNK]
+            .try_into()
+            .expect("whole chunk")
+    }
+
+    /// Position in `units` of `lpn`'s entry in chunk `i`.
+    #[inline]
+    fn pos(i: usize, lpn: u64) -> usize {
+        i * CHUNK + (lpn % CHUNK as u64) as usize
+    }
+
+    /// The value of entry `e` at `pos` (0: unmapped).
+    #[inline]
+    fn value(&self, pos: usize, e: Entry) -> u64 {
+        if e == WIDE {
+            self.wide[&pos]
+        } else {
+            e as u64
+        }
+    }
+
+    #[inline]
+    fn load(&self, pos: usize) -> u64 {
+        self.value(pos, self.units[pos])
+    }
+
+    /// Set entries `pos..pos + n` to the values `first..first + n`, or to `values` when
+    /// given (then n = values.len()); how many of them were 0 (unmapped) before.
+    #[inline]
+    fn store_run(&mut self, pos: usize, n: usize, first: u64, values: Option<&[u64]>) -> u64 {
+        let slots = &mut self.units[pos..pos + n];
+        let (fresh, wide_here) = slots.iter().fold((0, false), |(f, w), &e| {
+            (f + u64::from(e == 0), w | (e == WIDE))
+        });
+        let largest = match values {
+            Some(v) => v.iter().copied().fold(0, u64::max),
+            None => first + n as u64 - 1,
+        };
+        if !wide_here && largest < WIDE as u64 {
+            // The common case: every old and new value fits an entry.
+            match values {
+                Some(v) => {
+                    for (s, &v) in slots.iter_mut().zip(v) {
+                        *s = v as Entry;
+                    }
+                }
+                None => {
+                    for (s, v) in slots.iter_mut().zip(first..) {
+                        *s = v as Entry;
+                    }
+                }
+            }
+        } else {
+            for k in 0..n {
+                let v = values.map_or(first + k as u64, |v| v[k]);
+                self.store(pos + k, v);
+            }
+        }
+        fresh
+    }
+
+    /// Set the value at `pos`; the value it had.
+    fn store(&mut self, pos: usize, v: u64) -> u64 {
+        let old = self.units[pos];
+        let was = if old == WIDE {
+            self.wide.remove(&pos).expect("wide value")
+        } else {
+            old as u64
+        };
+        self.units[pos] = match Entry::try_from(v) {
+            Ok(e) if e != WIDE => e,
+            _ => {
+                self.wide.insert(pos, v);
+                WIDE
+            }
+        };
+        was
+    }
+}
+
+/// Logical-to-physical map in 4 MiB chunks allocated on first write: memory grows with
+/// the mapped pages (and 4 bytes of index per 4 MiB below the highest chunk written),
+/// not with the device size.
+#[derive(Default)]
+struct PageMap {
+    index: ChunkIndex,
+    chunks: Chunks,
+    mapped: u64,
+}
+
+impl PageMap {
+    #[cfg(test)]
+    fn chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// The entries of `lpn..end` (0 where unmapped) to `f` with the position of the first
+    /// in the arena (for [`Chunks::value`]), a chunk's run at a time.
+    #[inline]
+    fn for_range(&self, mut lpn: u64, end: u64, mut f: impl FnMut(&[Entry], usize)) {
+        const ZEROS: [Entry; CHUNK] = [0; CHUNK];
         while lpn < end {
             let key = lpn / CHUNK as u64;
             let at = (lpn % CHUNK as u64) as usize;
             let n = ((key + 1) * CHUNK as u64).min(end) - lpn;
-            let c: &[u64; CHUNK] = match self.find(key) {
-                Some(i) => self.chunk(i),
-                None => &ZEROS,
+            let (c, base): (&[Entry; CHUNK], usize) = match self.index.find(key) {
+                Some(i) => (self.chunks.chunk(i), i * CHUNK),
+                None => (&ZEROS, 0),
             };
-            f(&c[at..at + n as usize]);
+            f(&c[at..at + n as usize], base + at);
             lpn += n;
         }
     }
@@ -137,11 +239,10 @@ impl PageMap {
             let key = lpn / CHUNK as u64;
             let at = (lpn % CHUNK as u64) as usize;
             let n = (CHUNK - at).min(values.len());
-            let i = self.find_or_create(key);
-            let slots = &mut self.units[i * CHUNK + at..i * CHUNK + at + n];
-            let fresh = slots.iter().filter(|&&v| v == 0).count() as u64;
-            slots.copy_from_slice(&values[..n]);
-            self.mapped += fresh;
+            let i = self.index.find_or_create(key, &mut self.chunks);
+            self.mapped += self
+                .chunks
+                .store_run(i * CHUNK + at, n, 0, Some(&values[..n]));
             values = &values[n..];
             lpn += n as u64;
         }
@@ -150,34 +251,33 @@ impl PageMap {
     /// The entry of `lpn`, when mapped.
     #[inline]
     fn get(&self, lpn: u64) -> Option<u64> {
-        let i = self.find(lpn / CHUNK as u64)?;
-        let v = self.units[i * CHUNK + (lpn % CHUNK as u64) as usize];
+        let i = self.index.find(lpn / CHUNK as u64)?;
+        let v = self.chunks.load(Chunks::pos(i, lpn));
         (v != 0).then_some(v)
     }
 
     /// Ask the cache for the entry of `lpn` ahead of its use (no effect on results).
     #[inline]
     fn prefetch(&self, lpn: u64) {
-        if let Some(i) = self.find(lpn / CHUNK as u64) {
-            prefetch(&self.units[i * CHUNK + (lpn % CHUNK as u64) as usize]);
+        if let Some(i) = self.index.find(lpn / CHUNK as u64) {
+            prefetch(&self.chunks.units[Chunks::pos(i, lpn)]);
         }
     }
 
     fn set(&mut self, lpn: u64, v: u64) {
         let key = lpn / CHUNK as u64;
         let i = if v != 0 {
-            Some(self.find_or_create(key))
+            Some(self.index.find_or_create(key, &mut self.chunks))
         } else {
-            self.find(key)
+            self.index.find(key)
         };
         if let Some(i) = i {
-            let slot = &mut self.units[i * CHUNK + (lpn % CHUNK as u64) as usize];
-            match (*slot != 0, v != 0) {
+            let was = self.chunks.store(Chunks::pos(i, lpn), v);
+            match (was != 0, v != 0) {
                 (false, true) => self.mapped += 1,
                 (true, false) => self.mapped -= 1,
                 _ => {}
             }
-            *slot = v;
         }
     }
 }
@@ -214,29 +314,63 @@ impl std::hash::Hasher for InoHasher {
     }
 }
 
-/// The approach's (inode, file unit) → logical unit map: one chunked map per file, so
-/// recording a write costs a chunk copy, not a hash insert per 4 KiB.
+/// The approach's (inode, file unit) → logical unit map: one chunk index per file, all
+/// files' chunks in one arena (one allocation the kernel may back with huge pages, where
+/// a map per file took 4 KiB pages and missed the TLB on most lookups), so recording a
+/// write costs a chunk's run of stores, not a hash insert per 4 KiB.
 #[derive(Default)]
 struct FileUnits {
-    files: HashMap<u64, PageMap, std::hash::BuildHasherDefault<InoHasher>>,
-    /// Reused buffer of logical units + 1 (0 is "unmapped" in a PageMap).
-    values: Vec<u64>,
+    /// Inode → its index in `files`.
+    slots: HashMap<u64, u32, std::hash::BuildHasherDefault<InoHasher>>,
+    files: Vec<ChunkIndex>,
+    /// Logical unit + 1 of each file unit (0: never written).
+    chunks: Chunks,
 }
 
 impl FileUnits {
-    /// The logical unit file `ino`'s unit `fu` was last written to.
-    fn get(&self, ino: u64, fu: u64) -> Option<u64> {
-        self.files.get(&ino)?.get(fu).map(|v| v - 1)
+    /// The index of file `ino`, when it has been written.
+    #[inline]
+    fn find(&self, ino: u64) -> Option<usize> {
+        self.slots.get(&ino).map(|&f| f as usize)
     }
 
-    /// File units `fu..fu + n` of `ino` now live at logical units `lpn..lpn + n`.
-    fn set(&mut self, ino: u64, fu: u64, lpn: u64, n: u64) {
-        self.values.clear();
-        self.values.extend((lpn + 1)..=(lpn + n));
-        self.files
-            .entry(ino)
-            .or_insert_with(PageMap::new)
-            .set_range(fu, &self.values);
+    /// The index of file `ino`, made on its first write.
+    fn find_or_create(&mut self, ino: u64) -> usize {
+        let next = self.files.len() as u32;
+        let f = *self.slots.entry(ino).or_insert(next);
+        if f == next {
+            self.files.push(ChunkIndex::default());
+        }
+        f as usize
+    }
+
+    /// The logical unit file `f`'s unit `fu` was last written to.
+    #[inline]
+    fn get(&self, f: usize, fu: u64) -> Option<u64> {
+        let i = self.files[f].find(fu / CHUNK as u64)?;
+        self.chunks.load(Chunks::pos(i, fu)).checked_sub(1)
+    }
+
+    /// Ask the cache for file `f`'s entry of unit `fu` (no effect on results).
+    #[inline]
+    fn prefetch(&self, f: usize, fu: u64) {
+        if let Some(i) = self.files[f].find(fu / CHUNK as u64) {
+            prefetch(&self.chunks.units[Chunks::pos(i, fu)]);
+        }
+    }
+
+    /// File units `fu..fu + n` of file `f` now live at logical units `lpn..lpn + n`.
+    fn set(&mut self, f: usize, mut fu: u64, mut lpn: u64, mut n: u64) {
+        while n > 0 {
+            let key = fu / CHUNK as u64;
+            let at = (fu % CHUNK as u64) as usize;
+            let k = (CHUNK - at).min(n as usize);
+            let i = self.files[f].find_or_create(key, &mut self.chunks);
+            self.chunks.store_run(i * CHUNK + at, k, lpn + 1, None);
+            fu += k as u64;
+            lpn += k as u64;
+            n -= k as u64;
+        }
     }
 }
 
@@ -272,15 +406,31 @@ impl Divisor {
     }
 }
 
-#[inline]
-fn pack(die: u32, local: u64) -> u64 {
-    ((local << 16) | die as u64) + 1
+/// A map value: die and unit on the die, with as few bits for the die as the device
+/// needs (values stay small enough for a 32-bit [`Entry`] while a die has under 2^29
+/// units written with 8 dies).
+#[derive(Clone, Copy)]
+struct Packing {
+    die_bits: u32,
 }
 
-#[inline]
-fn unpack(v: u64) -> (u32, u64) {
-    let v = v - 1;
-    ((v & 0xffff) as u32, v >> 16)
+impl Packing {
+    fn new(dies: u32) -> Packing {
+        Packing {
+            die_bits: u32::BITS - dies.saturating_sub(1).leading_zeros(),
+        }
+    }
+
+    #[inline]
+    fn pack(self, die: u32, local: u64) -> u64 {
+        ((local << self.die_bits) | die as u64) + 1
+    }
+
+    #[inline]
+    fn unpack(self, v: u64) -> (u32, u64) {
+        let v = v - 1;
+        ((v & ((1 << self.die_bits) - 1)) as u32, v >> self.die_bits)
+    }
 }
 
 /// What a replay found. All times in nanoseconds of modeled time.
@@ -432,6 +582,7 @@ pub struct Ssd {
     p: Params,
     placement: Placement,
     dies: u32,
+    packing: Packing,
     units_per_g: Divisor,
     units_per_page: Divisor,
     /// Each die's channel.
@@ -483,6 +634,7 @@ impl Ssd {
         Ok(Ssd {
             placement,
             dies,
+            packing: Packing::new(dies),
             units_per_g: Divisor::new(p.g_bytes / MAP_UNIT),
             units_per_page: Divisor::new(p.page_bytes / MAP_UNIT),
             die_channel: (0..dies).map(|d| (d % p.channels) as usize).collect(),
@@ -490,7 +642,7 @@ impl Ssd {
             piece_host_ns: Params::xfer_ns(p.channel_xfer_bytes, p.host_mb_s),
             page_ch_ns: Params::xfer_ns(p.page_bytes, p.channel_mb_s),
             read_ns: p.read_ns,
-            map: PageMap::new(),
+            map: PageMap::default(),
             cur_die: 0,
             local: vec![0; dies as usize],
             file_units: FileUnits::default(),
@@ -589,10 +741,13 @@ impl Ssd {
         if let (Placement::Approach, Op::Write, Some(ino), Some(off)) =
             (self.placement, r.op, r.inode, r.offset)
         {
-            if let Some(f) = self.file_units.files.get(&ino) {
+            if let Some(f) = self.file_units.find(ino) {
                 let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
-                f.prefetch(fu);
-                f.prefetch(fu.saturating_sub(1));
+                self.file_units.prefetch(f, fu);
+                // fu - 1 shares fu's cache line (8 entries) unless fu starts one.
+                if fu.is_multiple_of(8) {
+                    self.file_units.prefetch(f, fu.saturating_sub(1));
+                }
             }
         }
     }
@@ -611,9 +766,14 @@ impl Ssd {
         if let (Placement::Approach, Op::Write, Some(ino), Some(off)) =
             (self.placement, r.op, r.inode, r.offset)
         {
-            let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
-            for u in [Some(fu), fu.checked_sub(1)].into_iter().flatten() {
-                if let Some(lpn) = self.file_units.get(ino, u) {
+            if let Some(f) = self.file_units.find(ino) {
+                let fu = off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT;
+                // The steer reads the previous unit's entry only when this one has none.
+                let lpn = self
+                    .file_units
+                    .get(f, fu)
+                    .or_else(|| self.file_units.get(f, fu.checked_sub(1)?));
+                if let Some(lpn) = lpn {
                     self.map.prefetch(lpn);
                 }
             }
@@ -750,14 +910,14 @@ impl Ssd {
             // Consecutive units in one flash page are one NAND read (conv_read).
             let mut group: Option<(u32, u64, u64)> = None;
             // The map's entries are read in place; nand_read does not touch the map.
-            let map = std::mem::replace(&mut self.map, PageMap::new());
-            map.for_range(u, cmd_end, |found| {
-                for &v in found {
-                    if v == 0 {
+            let map = std::mem::take(&mut self.map);
+            map.for_range(u, cmd_end, |found, pos| {
+                for (k, &e) in found.iter().enumerate() {
+                    if e == 0 {
                         self.r.unmapped_read_bytes += MAP_UNIT;
                         continue;
                     }
-                    let (die, local) = unpack(v);
+                    let (die, local) = self.packing.unpack(map.chunks.value(pos + k, e));
                     let page = self.units_per_page.div(local);
                     match &mut group {
                         Some((d, pg, n)) if *d == die && *pg == page => *n += 1,
@@ -868,10 +1028,11 @@ impl Ssd {
             .host
             .reserve(t, Params::xfer_ns(r.bytes, self.p.host_mb_s));
         // The approach's hint: the file and offset of the write's first unit (the request
-        // may start inside it), when the trace resolved them.
+        // may start inside it), when the trace resolved them. The file is looked up once
+        // for all the request's commands (a file never written has no units to find).
         let hint = match (self.placement, r.inode, r.offset) {
             (Placement::Approach, Some(ino), Some(off)) => Some((
-                ino,
+                self.file_units.find_or_create(ino),
                 off.saturating_sub(r.byte_offset() % MAP_UNIT) / MAP_UNIT,
             )),
             _ => None,
@@ -885,14 +1046,14 @@ impl Ssd {
         let mut u = first;
         while u < end {
             let cmd_end = (u + per_cmd).min(end);
-            if let Some((ino, fu)) = hint {
+            if let Some((f, fu)) = hint {
                 let fu = fu + (u - first);
-                self.steer(ino, fu);
-                self.file_units.set(ino, fu, u, cmd_end - u);
+                self.steer(f, fu);
+                self.file_units.set(f, fu, u, cmd_end - u);
             }
             for _ in u..cmd_end {
                 let (die, local) = self.alloc();
-                placed.push(pack(die, local));
+                placed.push(self.packing.pack(die, local));
                 if self.units_per_page.divides(local + 1) {
                     self.program(die, acked);
                 }
@@ -925,19 +1086,19 @@ impl Ssd {
     /// that starts inside a page continues on the next die instead of taking two pages of
     /// one die. (Die = base + offset / g per unit, the earlier form, put a chunk that
     /// started mid-page on two pages of one die: more collisions than write order.)
-    fn steer(&mut self, ino: u64, file_unit: u64) {
+    fn steer(&mut self, f: usize, file_unit: u64) {
         if let Some(v) = self
             .file_units
-            .get(ino, file_unit)
+            .get(f, file_unit)
             .and_then(|lpn| self.map.get(lpn))
         {
-            self.cur_die = unpack(v).0;
+            self.cur_die = self.packing.unpack(v).0;
         } else if let Some(prev) = file_unit
             .checked_sub(1)
-            .and_then(|u| self.file_units.get(ino, u))
+            .and_then(|u| self.file_units.get(f, u))
             .and_then(|lpn| self.map.get(lpn))
         {
-            self.cur_die = (unpack(prev).0 + 1) % self.dies;
+            self.cur_die = (self.packing.unpack(prev).0 + 1) % self.dies;
         }
     }
 
@@ -1332,6 +1493,54 @@ mod tests {
             let b = serde_json::to_string(&Ssd::replay(&p, pl, &t).unwrap()).unwrap();
             assert_eq!(a, b);
         }
+    }
+
+    /// Values past 32 bits are kept aside, exactly, and forgotten when overwritten.
+    #[test]
+    fn wide_values_round_trip() {
+        let mut c = Chunks::default();
+        let i = c.push();
+        let big = u64::from(WIDE) + 5;
+        assert_eq!(c.store_run(i * CHUNK, 3, big, None), 3);
+        assert_eq!(
+            (c.load(0), c.load(2), c.units[1], c.wide.len()),
+            (big, big + 2, WIDE, 3)
+        );
+        assert_eq!(c.store_run(1, 2, 7, None), 0);
+        assert_eq!((c.load(0), c.load(1), c.load(2)), (big, 7, 8));
+        assert_eq!(c.wide.len(), 1);
+        let values = [1, u64::MAX, 3];
+        assert_eq!(c.store_run(8, 3, 0, Some(&values)), 3);
+        assert_eq!((c.load(8), c.load(9), c.load(10)), (1, u64::MAX, 3));
+        assert_eq!(c.store(9, 0), u64::MAX);
+        assert_eq!((c.load(9), c.wide.len()), (0, 1));
+        assert_eq!(c.store(WIDE as usize % CHUNK, u64::from(WIDE)), 0);
+        assert_eq!(c.load(WIDE as usize % CHUNK), u64::from(WIDE));
+    }
+
+    /// The approach's overwrite case 16 TiB up the address space (logical units past 32
+    /// bits): the same dies as at address 0.
+    #[test]
+    fn approach_overwrite_far_up_the_address_space() {
+        let p = simple(8, 1023);
+        let base = 16 << 40;
+        let file = |mut q: Request, ino: u64, off: u64| {
+            q.inode = Some(ino);
+            q.offset = Some(off);
+            q
+        };
+        let t = |base: u64| {
+            vec![
+                file(req(Op::Write, base, 256 * K, 0), 11, 0),
+                file(req(Op::Write, base + (1 << 30), 224 * K, 10), 100, 0),
+                file(req(Op::Write, base + 96 * K, 32 * K, 20), 11, 96 * K),
+                req(Op::Read, base, 256 * K, 1_000_000_000),
+            ]
+        };
+        let far = Ssd::replay(&p, Placement::Approach, &t(base)).unwrap();
+        assert_eq!((far.page_reads, far.collisions), (8, 0));
+        let near = Ssd::replay(&p, Placement::Approach, &t(0)).unwrap();
+        assert_eq!(far.read_time_ns, near.read_time_ns);
     }
 
     #[test]
