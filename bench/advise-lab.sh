@@ -19,8 +19,12 @@ workloads=("$@"); [[ ${#workloads[@]} -gt 0 ]] || workloads=(seq stride db)
 cargo build --release --locked -q
 fk=$PWD/target/release/fragkit
 work=$(mktemp -d /tmp/advise-lab.XXXXXX)
-mps=()
-cleanup() { for m in "${mps[@]}"; do $fk scratch destroy "$m" >/dev/null 2>&1 || true; done; }
+mps=(); dirs=()
+# The kept mounts first, then the (then empty) image directories the labs made.
+cleanup() {
+  for m in "${mps[@]}"; do $fk scratch destroy "$m" >/dev/null 2>&1 || true; done
+  for d in "${dirs[@]}"; do rmdir "$d"/* "$d" 2>/dev/null || true; done
+}
 trap cleanup EXIT
 printf '%-7s %-7s %-12s %10s %10s %10s %8s %12s %12s %8s\n' \
   WORKLOAD DEVICE FIX PREDICTED MOVED DEV_WROTE ERR PRED_MS ACHIEVED_MS ERR
@@ -31,6 +35,7 @@ for w in "${workloads[@]}"; do
   # The lab's kept mounts (base and one clone per state), destroyed on the way out.
   mapfile -t kept < <(python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["variables"]; [print(v[k]) for k in ("BASE","BEFORE","PICK","FULL","TOOL") if k in v]' "$lab.json")
   mps+=("${kept[@]}")
+  dirs+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["variables"]["IMAGES"])' "$lab.json")")
   read -r base pick rs < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["variables"]["BASE"], r["variables"]["PICK"], r["request_size"])' "$lab.json")
   for dev in fast24 hdd; do
     mp=$($fk scratch clone "$base" --dir "$work/$w-$dev" 2>/dev/null); mps+=("$mp")
