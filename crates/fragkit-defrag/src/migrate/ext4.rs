@@ -54,6 +54,9 @@ impl Migrator for MoveExt {
         let mut done = 0u64;
         let blocks = length / bs;
         let chunk = (CHUNK_BYTES / bs).max(1);
+        // One read of the journal's count per chunk: the count after a chunk is the next
+        // chunk's count before.
+        let mut commits = journal.as_ref().and_then(Journal::requested);
         while done < blocks {
             let at = offset / bs + done;
             let n = (blocks - done).min(chunk);
@@ -64,7 +67,6 @@ impl Migrator for MoveExt {
                 let window = *self.window.get_or_init(|| read_ahead_window(t.file));
                 prefetch(t.file, at * bs, n * bs, window);
             }
-            let commits = journal.as_ref().and_then(Journal::requested);
             let moved = match move_ext(t.file, &donor, at, at, n) {
                 Ok(n) => n,
                 Err(e) if done > 0 => {
@@ -81,6 +83,7 @@ impl Migrator for MoveExt {
                     self.drop_before_move.store(true, Ordering::Relaxed);
                 }
             }
+            commits = after;
             done += moved;
         }
         // Closing the donor frees the old, fragmented blocks it now holds.
