@@ -2,9 +2,11 @@
 # Two fragkit builds defragmenting a file while an application reads it: a 48 MiB file in
 # 16 KiB pieces (`age layout`, 16 KiB apart) on a fresh 1 GiB ext4 per run, read whole in a
 # loop by buffered reads (`cat`) from 0.5 s before `defrag --mode full` until it ends.
-# Builds alternate per round (A B, then B A, ...). Per run: the device's bytes written
-# (/sys/block/DEV/stat, after sync) over the bytes moved, and the journal commits asked for
-# during the defrag (/proc/fs/jbd2/DEV-8/info). Alone the move writes 1.0x.
+# Builds alternate per round (A B, then B A, ...). Per run: the bytes moved and the
+# device's write requests and bytes (/sys/block/DEV/stat, after sync; proof both builds
+# moved the same data), written over moved, and the journal commits asked for during the
+# defrag (/proc/fs/jbd2/DEV-8/info). Per round the ratio B ÷ A of written over moved; the
+# figure is its median (min-max, n). Alone the move writes 1.0x.
 # Usage (root): bench/defrag-reader.sh FRAGKIT_A FRAGKIT_B [ROUNDS]   (default 7)
 set -euo pipefail
 set -E
@@ -23,7 +25,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-one() { # BUILD -> "written/moved commits"
+one() { # BUILD -> "moved write_requests written_bytes commits"
   local fk=$work/fragkit-$1
   mp=$($fk scratch create --fs ext4 --size 1G --dir "$work/fs" 2>/dev/null)
   $fk age layout "$mp/db" --size 48M --frag-size 16K --frag-distance 16K >/dev/null 2>&1
@@ -32,28 +34,33 @@ one() { # BUILD -> "written/moved commits"
   local info; info=$(ls -d /proc/fs/jbd2/"$dev"-*)/info
   ( while true; do cat "$mp/db" > /dev/null; done ) & rp=$!
   sleep 0.5
-  local w0 c0 w1 c1
-  w0=$(awk '{print $7}' "/sys/block/$dev/stat"); c0=$(sed -n '1s/.*(\([0-9]*\) requested.*/\1/p' "$info")
+  local w0 q0 c0 w1 q1 c1
+  w0=$(awk '{print $7}' "/sys/block/$dev/stat"); q0=$(awk '{print $5}' "/sys/block/$dev/stat")
+  c0=$(sed -n '1s/.*(\([0-9]*\) requested.*/\1/p' "$info")
   $fk defrag --mode full "$mp/db" --format json > "$work/out.json" 2>/dev/null || true
   sync
-  w1=$(awk '{print $7}' "/sys/block/$dev/stat"); c1=$(sed -n '1s/.*(\([0-9]*\) requested.*/\1/p' "$info")
+  w1=$(awk '{print $7}' "/sys/block/$dev/stat"); q1=$(awk '{print $5}' "/sys/block/$dev/stat")
+  c1=$(sed -n '1s/.*(\([0-9]*\) requested.*/\1/p' "$info")
   kill "$rp"; wait "$rp" 2>/dev/null || true; rp=""
-  python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["summary"]["bytes_moved"]; print(f"{int(sys.argv[2])*512/m:.3f} {sys.argv[3]}")' \
-    "$work/out.json" $((w1 - w0)) $((c1 - c0))
+  echo "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["bytes_moved"])' "$work/out.json") $((q1 - q0)) $(((w1 - w0) * 512)) $((c1 - c0))"
   $fk scratch destroy "$mp" >/dev/null; mp=""
 }
 for ((k = 1; k <= rounds; k++)); do
   if ((k % 2)); then order=(A B); else order=(B A); fi
   for b in "${order[@]}"; do echo "$b $(one "$b")"; done
-done | tee "$work/runs.txt"
+done > "$work/runs.txt"
 python3 - "$work/runs.txt" <<'PY'
 import statistics, sys
 runs = {"A": [], "B": []}
+print("build  moved MiB  device write requests  written MiB  written/moved  journal commits")
 for line in open(sys.argv[1]):
-    b, ratio, commits = line.split()
-    runs[b].append((float(ratio), int(commits)))
+    b, moved, reqs, written, commits = line.split()
+    moved, written = int(moved), int(written)
+    runs[b].append(written / moved)
+    print(f"{b:5}  {moved/2**20:9.1f}  {int(reqs):21}  {written/2**20:11.1f}  {written/moved:13.3f}  {int(commits):15}")
+ratios = [b / a for a, b in zip(runs["A"], runs["B"])]
 for b, v in runs.items():
-    r = [x[0] for x in v]; c = [x[1] for x in v]
-    print(f"{b}: written/moved median {statistics.median(r):.3f} ({min(r):.3f}-{max(r):.3f}, n={len(r)}), "
-          f"journal commits median {statistics.median(c):.0f} ({min(c)}-{max(c)})")
+    print(f"{b}: written/moved median {statistics.median(v):.3f} ({min(v):.3f}-{max(v):.3f}, n={len(v)})")
+print(f"B / A per round: median {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}, n={len(ratios)}); "
+      "floor: written/moved 1.0 (the data once)")
 PY
