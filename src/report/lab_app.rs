@@ -126,7 +126,8 @@ fn opt(s: &Option<Summary>, f: impl Fn(&Summary) -> String) -> String {
 
 /// The comparison rows, as (header, cells per contender).
 fn rows(r: &AppReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
-    let header = vec![
+    let replayed = r.flash.is_some();
+    let mut header = vec![
         "method",
         "defrag s",
         "device writes",
@@ -135,6 +136,9 @@ fn rows(r: &AppReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
         "read requests after",
         "modeled ms after",
     ];
+    if replayed {
+        header.push("replayed MB/s after");
+    }
     let cells = r
         .contenders
         .iter()
@@ -145,7 +149,7 @@ fn rows(r: &AppReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
                     .then(|| c.rounds.first().map(|k| format!("{:.3}", k.during_ratio)))
                     .flatten()
             };
-            vec![
+            let mut row = vec![
                 c.name.clone(),
                 opt(&c.defrag_seconds, |s| spread(s, 2)),
                 opt(&c.device_bytes_written, bytes_spread),
@@ -153,7 +157,11 @@ fn rows(r: &AppReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 opt(&c.read_ops_per_s, |s| spread(s, 0)),
                 opt(&c.read_requests, |s| spread(s, 0)),
                 opt(&c.modeled_ms, |s| spread(s, 2)),
-            ]
+            ];
+            if replayed {
+                row.push(opt(&c.replayed_mb_s, |s| spread(s, 1)));
+            }
+            row
         })
         .collect();
     (header, cells)
@@ -187,7 +195,7 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
         HumanBytes(r.request_size),
         r.database.extra
     )?;
-    if let Some(l) = modeled_loss(r) {
+    for l in modeled_loss(r).into_iter().chain(flash_loss(r)) {
         writeln!(w, "{l}")?;
     }
     for a in &r.advice {
@@ -331,6 +339,46 @@ fn modeled_loss(r: &AppReport) -> Option<String> {
     Some(text)
 }
 
+/// FAST'24's measure: the recorded requests replayed in write order, before anything
+/// moved and what each defragmenter recovered of the loss (median over its rounds).
+fn flash_loss(r: &AppReport) -> Option<String> {
+    let f = r.flash.as_ref()?;
+    let mut text = format!(
+        "replayed on {} in write order (the build's writes, then the application's reads, recorded): {:.1} MB/s against {:.1} MB/s contiguous: {:.1}% of the throughput lost",
+        f.model,
+        f.fragmented_mb_s,
+        f.contiguous_mb_s,
+        100.0 * f.loss
+    );
+    if let Some(p) = r.paper_loss {
+        let _ = write!(text, " (paper: {:.1}%)", 100.0 * p);
+    }
+    let rec: Vec<String> = r
+        .contenders
+        .iter()
+        .filter(|c| c.name != "none")
+        .filter_map(|c| {
+            let after = c.replayed_mb_s.as_ref()?;
+            Some(format!(
+                "{} {:.0}%",
+                c.name,
+                100.0 * f.recovered(after.median)?
+            ))
+        })
+        .collect();
+    if !rec.is_empty() {
+        let _ = write!(text, "; recovered after: {}", rec.join(", "));
+    }
+    if f.dropped_events > 0 {
+        let _ = write!(
+            text,
+            "; the recorder lost {} events (figures incomplete)",
+            f.dropped_events
+        );
+    }
+    Some(text)
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -362,6 +410,14 @@ fn html(r: &AppReport) -> String {
         esc(&r.io_limit.as_ref().map_or("none".into(), |l| format!("{} ({})", l.name, l.source))),
         esc(&r.io_limit_how)
     );
+    let costs: Vec<String> = modeled_loss(r).into_iter().chain(flash_loss(r)).collect();
+    if !costs.is_empty() {
+        h.push_str("<h2>What the layout costs</h2><ul>");
+        for c in costs {
+            let _ = write!(h, "<li>{}</li>", esc(&c));
+        }
+        h.push_str("</ul>");
+    }
     h.push_str("<h2>What advise said before anything moved</h2><ul>");
     for a in &r.advice {
         let _ = write!(h, "<li><b>{}</b>: {}</li>", esc(&a.device), esc(&a.answer));

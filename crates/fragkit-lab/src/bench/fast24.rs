@@ -286,7 +286,7 @@ pub(crate) fn artifact_writeback() -> Result<Vec<SysfsTunable>> {
 /// The scratch loop device's queue limits set to the modeled device's: its largest
 /// command (MDTS) as max_sectors_kb and its host's readahead window as read_ahead_kb, so
 /// the recording holds the requests an NVMe driver would have sent. Put back when dropped.
-fn device_limits(dev: &str, p: &Params) -> Result<Vec<SysfsTunable>> {
+pub(crate) fn device_limits(dev: &str, p: &Params) -> Result<Vec<SysfsTunable>> {
     let mut set = Vec::new();
     for (k, bytes) in [
         ("max_sectors_kb", p.max_transfer_bytes),

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::child::{self, Scan, TraceSummary};
 use super::figures::{self, RatioInterval};
+use super::flash::{self, FlashLoss, History};
 use super::runner::Runner;
 use super::{steps, DefragFigures, LabSpec, LayoutFigures, Machine, Scratches};
 use fragkit_core::io::device::BlockDevice;
@@ -128,6 +129,12 @@ impl App {
         }
     }
 
+    /// Whether the lab replays the recorded block requests through the flash model
+    /// (FAST'24's measure, [`flash`]): SQLite, whose paper figure is that replay's.
+    fn flash_replay(self) -> bool {
+        matches!(self, App::Sqlite)
+    }
+
     /// FAST'24's SQLite row: fragmented 531.073 against contiguous 870.044 MB/s.
     fn paper_loss(self) -> Option<f64> {
         match self {
@@ -180,9 +187,10 @@ impl App {
         }
     }
 
-    /// Build the database in `db` (a directory) with fragkit `exe` or the application.
-    fn fill_args(self, db: &Path, keys: u64, seed: u64) -> Vec<String> {
-        match self {
+    /// Build the database in `db` (a directory) with fragkit `exe` or the application;
+    /// SQLite's `contiguous`: without the dummy file (the artifact's contiguous case).
+    fn fill_args(self, db: &Path, keys: u64, seed: u64, contiguous: bool) -> Vec<String> {
+        let mut args = match self {
             App::Rocksdb => vec![
                 format!("--db={}", db.display()),
                 format!("--wal_dir={}", db.display()),
@@ -202,7 +210,11 @@ impl App {
                 "--format".into(),
                 "json".into(),
             ],
+        };
+        if contiguous && self == App::Sqlite {
+            args.push("--contiguous".into());
         }
+        args
     }
 
     /// Read it: `reads` operations (SQLite: whole scans), or for `duration` seconds,
@@ -402,6 +414,10 @@ pub struct AppRound {
     pub read_bytes: u64,
     /// The traced profile priced on the result (fast24 model), ns.
     pub modeled_ns: u64,
+    /// The fixed read run's MB/s replayed on `fast24` after the build's and the defrag's
+    /// writes (write order, [`flash`]); SQLite only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_mb_s: Option<f64>,
     /// (seconds since the defrag started, ops/s) every progress line.
     pub series: Vec<(f64, f64)>,
 }
@@ -427,6 +443,8 @@ pub struct Contender {
     pub read_requests: Option<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub modeled_ms: Option<Summary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_mb_s: Option<Summary>,
 }
 
 /// A contender against the file system's own tool, paired by round.
@@ -481,6 +499,10 @@ pub struct AppReport {
     /// The published loss of throughput to this layout, where there is one (FAST'24's
     /// SQLite: 870.044 → 531.073 MB/s).
     pub paper_loss: Option<f64>,
+    /// The same loss measured as FAST'24 did: recorded requests replayed on `fast24` in
+    /// write order (SQLite).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flash: Option<FlashLoss>,
     /// RocksDB keys or SQLite records, and the bytes of each value or record.
     pub keys: u64,
     pub value_size: u64,
@@ -738,6 +760,7 @@ fn summarize(name: String, command: Option<String>, rounds: Vec<AppRound>) -> Co
         read_ops_per_s: Summary::of_finite(&col(&|r| Some(r.read_ops_per_s))),
         read_requests: Summary::of_finite(&col(&|r| Some(r.read_requests as f64))),
         modeled_ms: Summary::of_finite(&col(&|r| Some(r.modeled_ns as f64 / 1e6))),
+        replayed_mb_s: Summary::of_finite(&col(&|r| r.replayed_mb_s)),
         rounds,
     }
 }
@@ -841,7 +864,24 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
     let program = app.program(r.exe());
     let db = base.join("db");
     let target = app.target(&db);
-    fill(&mut r, app, &program, &db, keys, lab.seed)?;
+    // SQLite: the build and a cold read recorded for the flash model, the device as the
+    // modeled drive's host would drive it.
+    let database_build = Build {
+        app,
+        program: &program,
+        db: &db,
+        keys,
+        seed: lab.seed,
+        contiguous: false,
+    };
+    let mut build = None;
+    if app.flash_replay() {
+        let (limits, dev) = flash::as_modeled_drive(&base)?;
+        build = Some(recorded_build(&mut r, &database_build, &dev)?);
+        drop(limits);
+    } else {
+        fill(&mut r, &database_build)?;
+    }
     let text = r.fragkit(
         "scan (database)",
         &[
@@ -890,8 +930,24 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         )?);
     }
 
+    // The contiguous database FAST'24 compares with, built and read the same way.
+    let flash_loss = match &build {
+        Some((h, read)) => {
+            let mut fragmented = h.clone();
+            fragmented.push_all(read);
+            let contiguous =
+                contiguous_reference(&mut r, lab, app, &images, &program, keys, &mut scratches)?;
+            Some(FlashLoss::new(&fragmented, &contiguous)?)
+        }
+        None => None,
+    };
+    if flash_loss.as_ref().is_some_and(|f| f.dropped_events > 0) {
+        notes.push("The block recorder lost events while the database was built or read: the replayed figures miss those requests.".into());
+    }
+
     // 3. Rounds: every contender once per round, in rotating order, each on a fresh clone.
     let setup = RoundSetup {
+        build: build.as_ref().map(|b| &b.0),
         base: &base,
         images: &images,
         profile: &profile,
@@ -957,6 +1013,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         request_size: fragkit_core::units::parse_size(app.request()).unwrap_or(0),
         access: app.access().into(),
         paper_loss: app.paper_loss(),
+        flash: flash_loss,
         rounds: spec.rounds,
         io_limit: spec.io_limit.clone(),
         io_limit_how,
@@ -974,13 +1031,39 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
     })
 }
 
-/// Build the database under `db`. SQLite's is FAST'24's, made under the artifact's
-/// writeback settings (disablemeta.sh), which the fragmentation depends on.
-fn fill(r: &mut Runner, app: App, program: &str, db: &Path, keys: u64, seed: u64) -> Result<()> {
-    let name = format!("{} fill", app.name());
-    let output = Some("app-fill.out");
+/// One database to build: by whom, where, how many keys, and (SQLite) whether without
+/// the dummy file.
+struct Build<'a> {
+    app: App,
+    program: &'a str,
+    db: &'a Path,
+    keys: u64,
+    seed: u64,
+    contiguous: bool,
+}
+
+/// Build the database. SQLite's is FAST'24's, made under the artifact's writeback
+/// settings (disablemeta.sh), which the fragmentation depends on.
+fn fill(r: &mut Runner, b: &Build) -> Result<()> {
+    let Build {
+        app,
+        program,
+        db,
+        keys,
+        seed,
+        contiguous,
+    } = *b;
+    let (name, output) = match contiguous {
+        false => (format!("{} fill", app.name()), "app-fill.out"),
+        true => (
+            format!("{} fill (contiguous)", app.name()),
+            "app-fill-contiguous.out",
+        ),
+    };
+    let output = Some(output);
+    let args = app.fill_args(db, keys, seed, contiguous);
     match app {
-        App::Rocksdb => r.tool(&name, program, &app.fill_args(db, keys, seed), output, &[0])?,
+        App::Rocksdb => r.tool(&name, program, &args, output, &[0])?,
         App::Sqlite => {
             fs::create_dir_all(db).with_context(|| format!("{}: cannot create", db.display()))?;
             // setdevice.sh's allocator settings and disablemeta.sh's writeback, put back
@@ -993,12 +1076,80 @@ fn fill(r: &mut Runner, app: App, program: &str, db: &Path, keys: u64, seed: u64
                         .with_context(|| format!("setting ext4 {knob} to {value}"))?,
                 );
             }
-            let out = r.fragkit(&name, &app.fill_args(db, keys, seed), output)?;
+            let out = r.fragkit(&name, &args, output)?;
             drop(set);
             out
         }
     };
     Ok(())
+}
+
+/// Build the database with the device's block requests recorded (its file system synced
+/// before the recording ends, so what the build left dirty is in it), then the fixed read
+/// run on it, cold, recorded: the build's writes as a history, and the read's trace.
+fn recorded_build(
+    r: &mut Runner,
+    b: &Build,
+    dev: &BlockDevice,
+) -> Result<(History, fragkit_core::ssd::BlockTrace)> {
+    let (app, db) = (b.app, b.db);
+    let path = dev.dev_path();
+    let (t, built) = fragkit_trace::block::record_during(&path, || {
+        fill(r, b)?;
+        fragkit_sys::sync::syncfs(db)
+    })?;
+    built?;
+    let mut h = History::for_fs(db.parent().unwrap_or(db))?;
+    h.push_writes(&t);
+    fragkit_core::io::job::drop_caches()?;
+    let tag = if b.contiguous { "contiguous" } else { "base" };
+    let reads = app.fixed_reads(b.keys);
+    let args = app.read_args(db, b.keys, b.seed + 1, Some(reads), None, None);
+    let (read, done) = fragkit_trace::block::record_during(&path, || {
+        r.tool(
+            &format!("{} read ({tag}, recorded)", app.name()),
+            b.program,
+            &args,
+            Some(&format!("app-read-{tag}.out")),
+            &[0],
+        )
+    })?;
+    done?;
+    Ok((h, read))
+}
+
+/// FAST'24's contiguous case on its own scratch file system made as the base: the
+/// database built without the dummy file and read, both recorded ([`recorded_build`]);
+/// the scratch is destroyed afterwards.
+fn contiguous_reference(
+    r: &mut Runner,
+    lab: &LabSpec,
+    app: App,
+    images: &Path,
+    program: &str,
+    keys: u64,
+    scratches: &mut Scratches,
+) -> Result<History> {
+    scratches.dirs.push(images.join("contiguous"));
+    let info = steps::create_scratch(r, lab, images, "contiguous", &app.scratch_args())?;
+    let mp = info.mountpoint;
+    scratches.mounts.push(mp.clone());
+    r.define("CONTIGUOUS", &mp);
+    let db = mp.join("db");
+    let (limits, dev) = flash::as_modeled_drive(&mp)?;
+    let build = Build {
+        app,
+        program,
+        db: &db,
+        keys,
+        seed: lab.seed,
+        contiguous: true,
+    };
+    let (mut h, read) = recorded_build(r, &build, &dev)?;
+    drop(limits);
+    h.push_all(&read);
+    destroy_clone(r, &mp, "contiguous", scratches)?;
+    Ok(h)
 }
 
 /// `advise --apply` against what it predicted, from its own JSON.
@@ -1079,6 +1230,8 @@ fn apply_advice(
 }
 
 struct RoundSetup<'a> {
+    /// The build's recorded writes, when the rounds are replayed on the flash model.
+    build: Option<&'a History>,
     base: &'a Path,
     images: &'a Path,
     profile: &'a Path,
@@ -1139,6 +1292,12 @@ fn run_round(
     let db = mp.join("db");
     let target = app.target(&db);
     let device = BlockDevice::for_path(&mp)?;
+    // Replayed rounds run on the device as the modeled drive's host drives it, as the
+    // build was recorded.
+    let modeled_drive = match s.build {
+        Some(_) => Some(flash::as_modeled_drive(&mp)?.0),
+        None => None,
+    };
     let throttle = match &spec.io_limit {
         Some(l) => Some(
             DeviceThrottle::set((device.major, device.minor), l.throttle()).map_err(|e| {
@@ -1179,45 +1338,57 @@ fn run_round(
     };
     wait_until(first + WARM + BEFORE);
     let shown_before = r.steps.len();
-    let d_start = Instant::now();
-    let defrag = match name {
-        "none" => {
-            wait_until(d_start + AFTER);
-            None
-        }
-        "pick" => Some(steps::defrag_pick(
-            r,
-            &mp,
-            &target,
-            Some(&profile),
-            app.request(),
-            &tag,
-        )?),
-        "bypass" => Some(steps::defrag_pick(
-            r,
-            &mp,
-            &target,
-            None,
-            app.request(),
-            &tag,
-        )?),
-        "full" => Some(steps::defrag_full(r, &mp, &target, app.request(), &tag)?),
-        _ => {
-            let (prog, leading) = s.tool.ok_or_else(|| anyhow!("no tool for {name}"))?;
-            Some(steps::defrag_tool(
+    let mut defrag_step = |r: &mut Runner| -> Result<(Instant, Option<DefragFigures>, Instant)> {
+        let d_start = Instant::now();
+        let defrag = match name {
+            "none" => {
+                wait_until(d_start + AFTER);
+                None
+            }
+            "pick" => Some(steps::defrag_pick(
                 r,
-                (prog, leading),
                 &mp,
-                std::slice::from_ref(&target),
-                notes,
+                &target,
+                Some(&profile),
+                app.request(),
                 &tag,
-                // bench writes passes the tool's status on; 1 is a refusal (e4defrag: the
-                // file is locked by the application), kept in the report as declined.
-                &[0, 1],
-            )?)
-        }
+            )?),
+            "bypass" => Some(steps::defrag_pick(
+                r,
+                &mp,
+                &target,
+                None,
+                app.request(),
+                &tag,
+            )?),
+            "full" => Some(steps::defrag_full(r, &mp, &target, app.request(), &tag)?),
+            _ => {
+                let (prog, leading) = s.tool.ok_or_else(|| anyhow!("no tool for {name}"))?;
+                Some(steps::defrag_tool(
+                    r,
+                    (prog, leading),
+                    &mp,
+                    std::slice::from_ref(&target),
+                    notes,
+                    &tag,
+                    // bench writes passes the tool's status on; 1 is a refusal (e4defrag: the
+                    // file is locked by the application), kept in the report as declined.
+                    &[0, 1],
+                )?)
+            }
+        };
+        Ok((d_start, defrag, Instant::now()))
     };
-    let d_end = Instant::now();
+    // Replayed rounds record the device during the defrag: its writes give the pages it
+    // moved their new place in the flash model's write order.
+    let (defrag_blocks, (d_start, defrag, d_end)) = match &modeled_drive {
+        Some(_) => {
+            let (t, d) =
+                fragkit_trace::block::record_during(&device.dev_path(), || defrag_step(r))?;
+            (Some(t), d?)
+        }
+        None => (None, defrag_step(r)?),
+    };
     wait_until(d_end + AFTER);
     running.progress_past(d_end + AFTER, START_LIMIT, &stopped);
     let samples = running.stop();
@@ -1248,13 +1419,26 @@ fn run_round(
     // The result read back the same way every time: real, device requests, modeled.
     fragkit_core::io::job::drop_caches()?;
     let s0 = device.settled_stats()?;
-    let out = r.tool(
-        &format!("{} read ({name}, round {k})", app.name()),
-        &program,
-        &app.read_args(&db, s.keys, spec.lab.seed + 1, Some(s.reads), None, None),
-        Some(&format!("app-read-{tag}.out")),
-        &[0],
-    )?;
+    let read_args = app.read_args(&db, s.keys, spec.lab.seed + 1, Some(s.reads), None, None);
+    let read_run = |r: &mut Runner| {
+        r.tool(
+            &format!("{} read ({name}, round {k})", app.name()),
+            &program,
+            &read_args,
+            Some(&format!("app-read-{tag}.out")),
+            &[0],
+        )
+    };
+    let (out, replayed_mb_s) = match (s.build, &defrag_blocks) {
+        (Some(build), Some(moved)) => {
+            let (t, out) = fragkit_trace::block::record_during(&device.dev_path(), || read_run(r))?;
+            let mut h = build.clone();
+            h.push_writes(moved);
+            h.push_all(&t);
+            (out?, Some(h.read_mb_s()?))
+        }
+        _ => (read_run(r)?, None),
+    };
     let s1 = device.settled_stats()?;
     let delta = s0.delta(&s1);
     let read_ops_per_s = app
@@ -1269,6 +1453,7 @@ fn run_round(
         &format!("advise-{tag}.json"),
     )?;
     drop(throttle);
+    drop(modeled_drive);
     destroy_clone(r, &mp, &format!("{name}, round {k}"), scratches)?;
     Ok((
         AppRound {
@@ -1290,6 +1475,7 @@ fn run_round(
             read_requests: delta.reads,
             read_bytes: delta.read_bytes,
             modeled_ns: modeled.now_ns,
+            replayed_mb_s,
             series,
         },
         command,

@@ -12,6 +12,7 @@
 pub mod app;
 pub mod child;
 pub mod figures;
+pub mod flash;
 pub mod runner;
 pub mod steps;
 

@@ -29,6 +29,18 @@ pub(crate) fn create_base(
     images: &Path,
     extra: &[String],
 ) -> Result<ScratchInfo> {
+    create_scratch(r, spec, images, "base", extra)
+}
+
+/// A scratch file system as `spec` asks, its image under `images`/`name`; its output in
+/// data/scratch-`name`.json.
+pub(crate) fn create_scratch(
+    r: &mut Runner,
+    spec: &LabSpec,
+    images: &Path,
+    name: &str,
+    extra: &[String],
+) -> Result<ScratchInfo> {
     let mut args = vec![
         s("scratch"),
         s("create"),
@@ -39,10 +51,14 @@ pub(crate) fn create_base(
         s("--format"),
         s("json"),
         s("--dir"),
-        p(&images.join("base")),
+        p(&images.join(name)),
     ];
     args.extend(extra.iter().cloned());
-    let text = r.fragkit("scratch create", &args, Some("scratch-base.json"))?;
+    let step = match name {
+        "base" => "scratch create".to_string(),
+        _ => format!("scratch create ({name})"),
+    };
+    let text = r.fragkit(&step, &args, Some(&format!("scratch-{name}.json")))?;
     child::parse("scratch create", &text)
 }
 
