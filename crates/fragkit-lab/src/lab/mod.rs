@@ -390,6 +390,14 @@ impl Drop for Scratches {
                     m.display()
                 );
             }
+            if let (Some(dir), false) = (&self.images, self.mounts.is_empty()) {
+                // scratch destroy empties each state's directory but cannot know the lab's.
+                fragkit_sys::stderr_line!(
+                    "fragkit lab: then remove the emptied images directory: rmdir {}/* {}",
+                    dir.display(),
+                    dir.display()
+                );
+            }
             return;
         }
         for m in self.mounts.iter().rev() {
