@@ -324,7 +324,7 @@ fn modeled_loss(r: &AppReport) -> Option<String> {
         let rec: Vec<String> = r
             .contenders
             .iter()
-            .filter(|c| c.name != "none")
+            .filter(|c| moved_in_some_round(c))
             .filter_map(|c| {
                 let m = c.modeled_ms.as_ref()?;
                 Some(format!(
@@ -337,6 +337,17 @@ fn modeled_loss(r: &AppReport) -> Option<String> {
         let _ = write!(text, "; recovered after: {}", rec.join(", "));
     }
     Some(text)
+}
+
+/// Whether a contender's defragmenter moved something in at least one round (fragkit:
+/// bytes moved; a tool: the device wrote): a recovered share of one that never did (a
+/// tool refusing a locked file) is only its clone's noise.
+fn moved_in_some_round(c: &Contender) -> bool {
+    c.rounds.iter().any(|k| {
+        k.defrag
+            .as_ref()
+            .is_some_and(|d| d.bytes_moved.map_or(d.device_bytes_written > 0, |b| b > 0))
+    })
 }
 
 /// FAST'24's measure: the recorded requests replayed in write order, before anything
@@ -356,7 +367,7 @@ fn flash_loss(r: &AppReport) -> Option<String> {
     let rec: Vec<String> = r
         .contenders
         .iter()
-        .filter(|c| c.name != "none")
+        .filter(|c| moved_in_some_round(c))
         .filter_map(|c| {
             let after = c.replayed_mb_s.as_ref()?;
             Some(format!(
