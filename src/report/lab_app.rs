@@ -195,7 +195,7 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
         HumanBytes(r.request_size),
         r.database.extra
     )?;
-    for l in modeled_loss(r).into_iter().chain(flash_loss(r)) {
+    for l in layout_costs(r) {
         writeln!(w, "{l}")?;
     }
     for a in &r.advice {
@@ -321,20 +321,9 @@ fn modeled_loss(r: &AppReport) -> Option<String> {
             100.0 * u
         );
     } else if excess > 0.0 {
-        let rec: Vec<String> = r
-            .contenders
-            .iter()
-            .filter(|c| moved_in_some_round(c))
-            .filter_map(|c| {
-                let m = c.modeled_ms.as_ref()?;
-                Some(format!(
-                    "{} {:.0}%",
-                    c.name,
-                    100.0 * (ms(a.now_ns) - m.median) / excess
-                ))
-            })
-            .collect();
-        let _ = write!(text, "; recovered after: {}", rec.join(", "));
+        text += &recovered(r, |c| {
+            Some((ms(a.now_ns) - c.modeled_ms.as_ref()?.median) / excess)
+        });
     }
     Some(text)
 }
@@ -348,6 +337,27 @@ fn moved_in_some_round(c: &Contender) -> bool {
             .as_ref()
             .is_some_and(|d| d.bytes_moved.map_or(d.device_bytes_written > 0, |b| b > 0))
     })
+}
+
+/// "; recovered after: pick 96%, …": `share` of the loss each contender that moved
+/// something recovered (empty when none has a share).
+fn recovered(r: &AppReport, share: impl Fn(&Contender) -> Option<f64>) -> String {
+    let rec: Vec<String> = r
+        .contenders
+        .iter()
+        .filter(|c| moved_in_some_round(c))
+        .filter_map(|c| Some(format!("{} {:.0}%", c.name, 100.0 * share(c)?)))
+        .collect();
+    if rec.is_empty() {
+        String::new()
+    } else {
+        format!("; recovered after: {}", rec.join(", "))
+    }
+}
+
+/// What the layout costs, one line per model: advise's, and the write-order replay's.
+fn layout_costs(r: &AppReport) -> Vec<String> {
+    modeled_loss(r).into_iter().chain(flash_loss(r)).collect()
 }
 
 /// FAST'24's measure: the recorded requests replayed in write order, before anything
@@ -364,22 +374,7 @@ fn flash_loss(r: &AppReport) -> Option<String> {
     if let Some(p) = r.paper_loss {
         let _ = write!(text, " (paper: {:.1}%)", 100.0 * p);
     }
-    let rec: Vec<String> = r
-        .contenders
-        .iter()
-        .filter(|c| moved_in_some_round(c))
-        .filter_map(|c| {
-            let after = c.replayed_mb_s.as_ref()?;
-            Some(format!(
-                "{} {:.0}%",
-                c.name,
-                100.0 * f.recovered(after.median)?
-            ))
-        })
-        .collect();
-    if !rec.is_empty() {
-        let _ = write!(text, "; recovered after: {}", rec.join(", "));
-    }
+    text += &recovered(r, |c| f.recovered(c.replayed_mb_s.as_ref()?.median));
     if f.dropped_events > 0 {
         let _ = write!(
             text,
@@ -421,7 +416,7 @@ fn html(r: &AppReport) -> String {
         esc(&r.io_limit.as_ref().map_or("none".into(), |l| format!("{} ({})", l.name, l.source))),
         esc(&r.io_limit_how)
     );
-    let costs: Vec<String> = modeled_loss(r).into_iter().chain(flash_loss(r)).collect();
+    let costs = layout_costs(r);
     if !costs.is_empty() {
         h.push_str("<h2>What the layout costs</h2><ul>");
         for c in costs {

@@ -876,7 +876,8 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
     };
     let mut build = None;
     if app.flash_replay() {
-        let (limits, dev) = flash::as_modeled_drive(&base)?;
+        let dev = BlockDevice::for_path(&base)?;
+        let limits = flash::as_modeled_drive(&dev)?;
         build = Some(recorded_build(&mut r, &database_build, &dev)?);
         drop(limits);
     } else {
@@ -1099,7 +1100,7 @@ fn recorded_build(
         fragkit_sys::sync::syncfs(db)
     })?;
     built?;
-    let mut h = History::for_fs(db.parent().unwrap_or(db))?;
+    let mut h = History::for_device(dev)?;
     h.push_writes(&t);
     fragkit_core::io::job::drop_caches()?;
     let tag = if b.contiguous { "contiguous" } else { "base" };
@@ -1136,7 +1137,8 @@ fn contiguous_reference(
     scratches.mounts.push(mp.clone());
     r.define("CONTIGUOUS", &mp);
     let db = mp.join("db");
-    let (limits, dev) = flash::as_modeled_drive(&mp)?;
+    let dev = BlockDevice::for_path(&mp)?;
+    let limits = flash::as_modeled_drive(&dev)?;
     let build = Build {
         app,
         program,
@@ -1295,7 +1297,7 @@ fn run_round(
     // Replayed rounds run on the device as the modeled drive's host drives it, as the
     // build was recorded.
     let modeled_drive = match s.build {
-        Some(_) => Some(flash::as_modeled_drive(&mp)?.0),
+        Some(_) => Some(flash::as_modeled_drive(&device)?),
         None => None,
     };
     let throttle = match &spec.io_limit {

@@ -20,8 +20,6 @@
 //! in, they sit between the database's and the dummy's and spread the database over the
 //! dies, and the fragmented database replays 49% faster than without them.
 
-use std::path::Path;
-
 use anyhow::{anyhow, Context, Result};
 use fragkit_core::io::device::BlockDevice;
 use fragkit_core::ssd::{BlockTrace, Op, Params, Placement, Request, Ssd};
@@ -44,11 +42,11 @@ pub struct History {
 }
 
 impl History {
-    /// An empty history of the ext4 mounted at `mount` (or of a block-for-block copy of
-    /// it): its internal journal's requests will be left out. Other file systems keep
-    /// everything: `journal_left_out` says which.
-    pub fn for_fs(mount: &Path) -> Result<History> {
-        let dev = BlockDevice::for_path(mount)?.dev_path();
+    /// An empty history of the ext4 on `dev` (or of a block-for-block copy of it): its
+    /// internal journal's requests will be left out. Other file systems keep everything:
+    /// `journal_left_out` says which.
+    pub fn for_device(dev: &BlockDevice) -> Result<History> {
+        let dev = dev.dev_path();
         let journal = fragkit_sys::superblock::ext4_journal_ranges(&dev)
             .with_context(|| format!("{}: reading its superblock", dev.display()))?;
         Ok(History {
@@ -86,14 +84,15 @@ impl History {
             .map(|q| q.complete_ns.max(q.issue_ns))
             .max()
             .map_or(0, |end| end + 1);
-        let kept: Vec<&Request> = t.requests.iter().filter(|q| keep(q)).collect();
-        let Some(first) = kept.first().map(|q| q.issue_ns) else {
+        let Some(first) = t.requests.iter().find(|q| keep(q)).map(|q| q.issue_ns) else {
             return;
         };
         // start + (issue - first) keeps the phase's own spacing; issue >= first holds as
         // a trace is in issue order.
-        let moved: Vec<Request> = kept
-            .into_iter()
+        let moved: Vec<Request> = t
+            .requests
+            .iter()
+            .filter(|q| keep(q))
             .map(|q| Request {
                 issue_ns: start + (q.issue_ns - first),
                 complete_ns: start + (q.complete_ns.max(q.issue_ns) - first),
@@ -122,13 +121,15 @@ impl History {
     }
 }
 
-/// The device under `mount` given the modeled drive's queue limits (largest request its
-/// MDTS, readahead its host's), put back when dropped; and the device's path.
-pub fn as_modeled_drive(mount: &std::path::Path) -> Result<(Vec<SysfsTunable>, BlockDevice)> {
-    let dev = BlockDevice::for_path(mount)?;
-    let set = crate::bench::fast24::device_limits(&dev.disk, &params())
-        .with_context(|| format!("{}: the modeled drive's queue limits", mount.display()))?;
-    Ok((set, dev))
+/// `dev` given the modeled drive's queue limits (largest request its MDTS, readahead its
+/// host's), put back when dropped.
+pub fn as_modeled_drive(dev: &BlockDevice) -> Result<Vec<SysfsTunable>> {
+    crate::bench::fast24::device_limits(&dev.disk, &params()).with_context(|| {
+        format!(
+            "{}: the modeled drive's queue limits",
+            dev.dev_path().display()
+        )
+    })
 }
 
 /// FAST'24's figure for the database as built, before anything moved.
