@@ -503,7 +503,7 @@ pub struct BenchSqliteArgs {
     /// Scan again and again for this long instead (e.g. 30, 30s, 2m)
     #[arg(long, value_parser = units::parse_duration, conflicts_with = "scans")]
     pub duration: Option<std::time::Duration>,
-    /// Print "progress: N rows" on stderr every N rows read (0: never)
+    /// Print "progress: N rows in SECS s" on stderr every N rows read (0: never)
     #[arg(long, default_value_t = 0, value_name = "ROWS")]
     pub progress: u64,
     #[arg(long, short = 'f', value_enum, default_value_t = InfoFormat::Table)]

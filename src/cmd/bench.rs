@@ -517,10 +517,13 @@ fn run_sqlite(a: crate::cli::BenchSqliteArgs) -> Result<i32> {
         duration: a.duration,
     };
     let every = a.progress;
+    let started = std::time::Instant::now();
     let r = sqlite::run(&spec, &mut |rows| {
-        // A caller samples the application's throughput from these lines as they arrive.
+        // A caller samples the application's throughput from these lines; the time since
+        // the start lets it place them when they were printed, not when they arrived.
         if every > 0 && rows % every == 0 {
-            fragkit_sys::stderr_line!("progress: {rows} rows");
+            let secs = started.elapsed().as_secs_f64();
+            fragkit_sys::stderr_line!("progress: {rows} rows in {secs:.6} s");
         }
     })?;
     crate::report::to_stdout(|w| match a.format {

@@ -288,21 +288,37 @@ impl App {
         })
     }
 
-    /// Operations (SQLite: rows) done so far, from one progress line: db_bench's
-    /// "... thread 0: (1000,25000) ops and (...) ops/second in (...) seconds", bench
-    /// sqlite's "progress: 25000 rows".
-    fn progress(self, line: &str) -> Option<u64> {
+    /// Operations (SQLite: rows) done so far, from one progress line, and when by the
+    /// application's own clock (seconds since it started), if the line says: db_bench's
+    /// "... thread 0: (1000,25000) ops and (...) ops/second in (0.05,1.25) seconds",
+    /// bench sqlite's "progress: 25000 rows in 1.250000 s" (or "progress: 25000 rows").
+    fn progress(self, line: &str) -> Option<(u64, Option<f64>)> {
         match self {
             App::Rocksdb => {
                 let rest = line.split_once("thread ")?.1;
                 let inner = rest.split_once('(')?.1.split_once(')')?.0;
-                inner.split_once(',')?.1.trim().parse().ok()
+                let ops = inner.split_once(',')?.1.trim().parse().ok()?;
+                let secs = rest
+                    .split_once(" in (")
+                    .and_then(|(_, r)| r.split_once(')'))
+                    .and_then(|(pair, _)| pair.split_once(','))
+                    .and_then(|(_, total)| total.trim().parse::<f64>().ok())
+                    .filter(|t| t.is_finite() && *t >= 0.0);
+                Some((ops, secs))
             }
-            App::Sqlite => line
-                .strip_prefix("progress: ")?
-                .strip_suffix(" rows")?
-                .parse()
-                .ok(),
+            App::Sqlite => {
+                let rest = line.strip_prefix("progress: ")?;
+                let (rows, secs) = match rest.split_once(" rows in ") {
+                    Some((rows, t)) => (
+                        rows,
+                        t.strip_suffix(" s")
+                            .and_then(|t| t.parse::<f64>().ok())
+                            .filter(|t| t.is_finite() && *t >= 0.0),
+                    ),
+                    None => (rest.strip_suffix(" rows")?, None),
+                };
+                Some((rows.parse().ok()?, secs))
+            }
         }
     }
 }
@@ -529,10 +545,14 @@ pub struct AppReport {
     pub notes: Vec<String>,
 }
 
+/// One progress line: when it arrived, the operations done, and when the application
+/// says it printed it (seconds on its own clock).
+type Progress = (Instant, u64, Option<f64>);
+
 /// The application running in the background: its progress lines stamped on arrival.
 struct Running {
     child: Child,
-    samples: Arc<Mutex<Vec<(Instant, u64)>>>,
+    samples: Arc<Mutex<Vec<Progress>>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -560,9 +580,9 @@ impl Running {
                 let Ok(line) = line else { break };
                 let now = Instant::now();
                 let _ = writeln!(log, "{line}");
-                if let Some(ops) = app.progress(&line) {
+                if let Some((ops, secs)) = app.progress(&line) {
                     if let Ok(mut s) = seen.lock() {
-                        s.push((now, ops));
+                        s.push((now, ops, secs));
                     }
                 }
             }
@@ -609,6 +629,7 @@ impl Running {
         }
     }
 
+    /// Stop the application; its progress on the lab's clock (see [`on_lab_clock`]).
     fn stop(mut self) -> Vec<(Instant, u64)> {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.child.id() as i32),
@@ -618,8 +639,45 @@ impl Running {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
-        self.samples.lock().map(|s| s.clone()).unwrap_or_default()
+        on_lab_clock(&self.samples.lock().map(|s| s.clone()).unwrap_or_default())
     }
+}
+
+/// Progress lines placed on the lab's clock. A line reaches the lab some time after the
+/// application printed it (pipe, scheduling: on two busy cores up to 100 ms, and lines
+/// then arrive in bursts), so arrival stamps make rates over short windows wrong. When every
+/// line carries the application's own clock, each is placed at the application's start
+/// plus its own time; the start is the earliest arrival minus own time over all lines (the
+/// least-delayed line), an upper bound on the true start by at most that line's delay.
+fn on_lab_clock(lines: &[Progress]) -> Vec<(Instant, u64)> {
+    let own: Option<Vec<f64>> = lines.iter().map(|l| l.2).collect();
+    let Some(own) = own.filter(|o| !o.is_empty()) else {
+        return lines.iter().map(|l| (l.0, l.1)).collect();
+    };
+    let Some(anchor) = lines.iter().map(|l| l.0).min() else {
+        return Vec::new();
+    };
+    // Offsets from the earliest arrival: arrival − own time, the smallest wins.
+    let start = lines
+        .iter()
+        .zip(&own)
+        .map(|(l, t)| l.0.saturating_duration_since(anchor).as_secs_f64() - t)
+        .fold(f64::INFINITY, f64::min);
+    lines
+        .iter()
+        .zip(&own)
+        .map(|(l, t)| {
+            let at = start + t;
+            let when = if at >= 0.0 {
+                anchor + Duration::from_secs_f64(at)
+            } else {
+                anchor
+                    .checked_sub(Duration::from_secs_f64(-at))
+                    .unwrap_or(anchor)
+            };
+            (when, l.1)
+        })
+        .collect()
 }
 
 impl Drop for Running {
@@ -1493,13 +1551,49 @@ mod tests {
         let app = App::Rocksdb;
         assert_eq!(
             app.progress("2026/11/27-08:06:52  ... thread 0: (20000,40000) ops and (55040.9,53788.2) ops/second in (0.363366,0.743657) seconds"),
-            Some(40000)
+            Some((40000, Some(0.743657)))
         );
+        assert_eq!(
+            App::Sqlite.progress("progress: 25000 rows in 1.250000 s"),
+            Some((25000, Some(1.25)))
+        );
+        assert_eq!(
+            App::Sqlite.progress("progress: 25000 rows"),
+            Some((25000, None))
+        );
+        assert_eq!(App::Sqlite.progress("progress: x rows in 1 s"), None);
         assert_eq!(app.progress("DB path: [/x]"), None);
         assert_eq!(
             app.ops_per_sec("readrandom   :      42.149 micros/op 23721 ops/sec 0.211 seconds 5000 operations;   14.8 MB/s"),
             Some(23721.0)
         );
+    }
+
+    #[test]
+    fn progress_goes_on_the_applications_clock_when_it_has_one() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        // Printed at 100, 200, 300, 400 ms after a start at t0 + 1 s; the first arrived
+        // 5 ms late, the second and third held up and delivered with the fourth (on time).
+        let lines = vec![
+            (at(1105), 100, Some(0.1)),
+            (at(1400), 200, Some(0.2)),
+            (at(1400), 300, Some(0.3)),
+            (at(1400), 400, Some(0.4)),
+        ];
+        let placed = on_lab_clock(&lines);
+        let ms: Vec<u128> = placed.iter().map(|p| (p.0 - t0).as_millis()).collect();
+        assert_eq!(ms, vec![1100, 1200, 1300, 1400]);
+        assert_eq!(
+            placed.iter().map(|p| p.1).collect::<Vec<_>>(),
+            vec![100, 200, 300, 400]
+        );
+        // One line without its own time: all stay at arrival.
+        let mut mixed = lines.clone();
+        mixed[2].2 = None;
+        let kept = on_lab_clock(&mixed);
+        assert_eq!(kept[1].0, at(1400));
+        assert!(on_lab_clock(&[]).is_empty());
     }
 
     #[test]
