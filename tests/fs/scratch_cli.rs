@@ -13,6 +13,22 @@ fn is_mounted(mp: &Path) -> bool {
     text.lines().any(|l| l.split(' ').nth(4) == Some(&*want))
 }
 
+/// `scratch create` of a 64 MiB ext4 in `dir` with `extra` arguments: its JSON.
+fn create_ext4(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let dir = dir.to_string_lossy();
+    let mut args = vec![
+        "scratch", "create", "--fs", "ext4", "--size", "64M", "--dir", &dir, "--format", "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = fragkit(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Destroy must fail with one line, and touch nothing.
 fn refused(mp: &Path, victim: &Path) -> String {
     let out = fragkit(&["scratch", "destroy", &mp.to_string_lossy()]);
@@ -37,24 +53,7 @@ fn destroy_refuses_forged_markers() {
 
     // A real scratch file system, to borrow its loop device and marker.
     let real_dir = top.path().join("real");
-    let out = fragkit(&[
-        "scratch",
-        "create",
-        "--fs",
-        "ext4",
-        "--size",
-        "64M",
-        "--dir",
-        &real_dir.to_string_lossy(),
-        "--format",
-        "json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let info = create_ext4(&real_dir, &[]);
     let real_mp = PathBuf::from(info["mountpoint"].as_str().unwrap());
     let real_image = PathBuf::from(info["image"].as_str().unwrap());
     let marker = real_dir
@@ -144,4 +143,55 @@ fn failed_create_leaves_no_dir() {
         assert!(err.contains(named), "{args:?}: {err}");
         assert!(!dir.exists(), "{args:?} left {} behind", dir.display());
     }
+}
+
+/// The mount options of `mp` from /proc/self/mountinfo (the per-mount and the
+/// per-superblock fields together).
+fn mount_options(mp: &Path) -> String {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let want = mp.to_string_lossy();
+    let line = text
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some(&*want))
+        .unwrap_or_else(|| panic!("{} not mounted", mp.display()));
+    let f: Vec<&str> = line.split(' ').collect();
+    format!("{},{}", f[5], f.last().unwrap())
+}
+
+#[test]
+fn a_clone_is_mounted_with_its_sources_options() {
+    require_root();
+    let top = tempfile::tempdir().unwrap();
+    let info = create_ext4(&top.path().join("src"), &["--mount-options", "nodelalloc"]);
+    let mp = PathBuf::from(info["mountpoint"].as_str().unwrap());
+    assert_eq!(info["mount_options"], "nodelalloc");
+    let out = fragkit(&[
+        "scratch",
+        "clone",
+        &mp.to_string_lossy(),
+        "--dir",
+        &top.path().join("copy").to_string_lossy(),
+        "--format",
+        "json",
+    ]);
+    let ok = out.status.success();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let copy = ok.then(|| {
+        let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        PathBuf::from(c["mountpoint"].as_str().unwrap())
+    });
+    let (source_opts, copy_opts) = (
+        mount_options(&mp),
+        copy.as_deref().map(mount_options).unwrap_or_default(),
+    );
+    for m in copy.iter().chain([&mp]) {
+        let d = fragkit(&["scratch", "destroy", &m.to_string_lossy()]);
+        assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    }
+    assert!(ok, "{err}");
+    assert!(source_opts.contains("nodelalloc"), "{source_opts}");
+    assert!(
+        copy_opts.contains("nodelalloc"),
+        "the clone lost nodelalloc: {copy_opts}"
+    );
 }

@@ -148,6 +148,10 @@ pub struct ScratchInfo {
     /// device is detached and the image deleted with the scratch file system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_image: Option<PathBuf>,
+    /// The mount options it was created with (`--mount-options`); a clone is mounted
+    /// with them too, so it allocates as its source does (e.g. ext4 `nodelalloc`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_options: Option<String>,
 }
 
 /// A mounted scratch file system; unmounted, detached and deleted when dropped
@@ -270,6 +274,8 @@ impl Scratch {
             fs,
             spec.mount_options.as_deref(),
         )?;
+        guard.info.mount_options = spec.mount_options.clone();
+        write_marker(&guard.info)?;
         Ok(guard)
     }
 
@@ -310,8 +316,10 @@ impl Scratch {
         fs::create_dir_all(&info.mountpoint)?;
         // The copy has the source's UUID: xfs refuses a second mount of it unless told
         // (btrfs gives a cloned single-device fs a temporary fsid by itself since 6.7).
-        let options = (fs == FsType::Xfs).then_some("nouuid");
-        mount_fs(&info.loop_device, &info.mountpoint, fs, options)?;
+        let options = clone_mount_options(fs, self.info.mount_options.as_deref());
+        mount_fs(&info.loop_device, &info.mountpoint, fs, options.as_deref())?;
+        guard.info.mount_options = self.info.mount_options.clone();
+        write_marker(&guard.info)?;
         Ok(guard)
     }
 
@@ -336,6 +344,7 @@ impl Scratch {
             dir,
             created_dir,
             journal_image: None,
+            mount_options: None,
         };
         let guard = Scratch { info, keep: false };
         write_marker(&guard.info)?;
@@ -594,6 +603,19 @@ fn new_scratch_dir(dir: Option<&Path>, parent: Option<&Path>) -> Result<(PathBuf
     }
 }
 
+/// A clone's mount options: its source's, and `nouuid` on xfs (the copy has the same UUID).
+fn clone_mount_options(fs: FsType, source: Option<&str>) -> Option<String> {
+    let mut all: Vec<&str> = source
+        .into_iter()
+        .flat_map(|o| o.split(','))
+        .filter(|o| !o.is_empty())
+        .collect();
+    if fs == FsType::Xfs && !all.contains(&"nouuid") {
+        all.push("nouuid");
+    }
+    (!all.is_empty()).then(|| all.join(","))
+}
+
 fn mount_fs(dev: &Path, mountpoint: &Path, fs: FsType, options: Option<&str>) -> Result<()> {
     nix::mount::mount(
         Some(dev),
@@ -763,4 +785,30 @@ pub fn list_mounted() -> Vec<ScratchInfo> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clone_mounts_with_its_sources_options() {
+        assert_eq!(
+            clone_mount_options(FsType::Ext4, Some("nodelalloc")),
+            Some("nodelalloc".into())
+        );
+        assert_eq!(clone_mount_options(FsType::Ext4, None), None);
+        assert_eq!(
+            clone_mount_options(FsType::Xfs, Some("noatime,")),
+            Some("noatime,nouuid".into())
+        );
+        assert_eq!(
+            clone_mount_options(FsType::Xfs, Some("nouuid")),
+            Some("nouuid".into())
+        );
+        assert_eq!(
+            clone_mount_options(FsType::Xfs, None),
+            Some("nouuid".into())
+        );
+    }
 }
