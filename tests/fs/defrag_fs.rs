@@ -493,7 +493,7 @@ fn verification_catches_corruption(fs: FsType) {
     let first = extents.first().expect("the file has data");
     // btrfs's FIEMAP gives its logical address; the device offset is the chunk map's.
     let at = if fs == FsType::Btrfs {
-        btrfs_device_offset(&s.info.loop_device, first.physical * bs)
+        btrfs_device_offset(&s.info.mountpoint, &s.info.loop_device, first.physical * bs)
     } else {
         first.physical * bs
     };
@@ -537,7 +537,12 @@ fn verification_catches_corruption(fs: FsType) {
 }
 
 /// The device offset of btrfs logical address `logical` (btrfs-map-logical's first copy).
-fn btrfs_device_offset(dev: &Path, logical: u64) -> u64 {
+/// btrfs-map-logical reads the chunk tree from the device, where a chunk the move just
+/// allocated appears only once its transaction commits: the file system under `mp` is
+/// synced first (its data then also reaches the device before the test overwrites it).
+fn btrfs_device_offset(mp: &Path, dev: &Path, logical: u64) -> u64 {
+    let st = Command::new("sync").arg("-f").arg(mp).status().unwrap();
+    assert!(st.success(), "sync -f {}", mp.display());
     let out = Command::new("btrfs-map-logical")
         .args(["-l", &logical.to_string()])
         .arg(dev)
@@ -551,7 +556,13 @@ fn btrfs_device_offset(dev: &Path, logical: u64) -> u64 {
             let i = w.iter().position(|x| *x == "physical")?;
             w.get(i + 1)?.parse().ok()
         })
-        .unwrap_or_else(|| panic!("btrfs-map-logical -l {logical}: {text}"))
+        .unwrap_or_else(|| {
+            panic!(
+                "btrfs-map-logical -l {logical} ({}): {text}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
 }
 
 #[test]

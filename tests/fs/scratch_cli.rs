@@ -195,3 +195,41 @@ fn a_clone_is_mounted_with_its_sources_options() {
         "the clone lost nodelalloc: {copy_opts}"
     );
 }
+
+/// A loop device keeps a written max_sectors_kb across detach and attach; a new scratch
+/// file system on it gets the kernel's default back.
+#[test]
+fn a_new_scratch_does_not_inherit_a_stale_request_limit() {
+    require_root();
+    let top = tempfile::tempdir().unwrap();
+    let queue = |info: &serde_json::Value| {
+        let dev = PathBuf::from(info["loop_device"].as_str().unwrap());
+        PathBuf::from(format!(
+            "/sys/block/{}/queue",
+            dev.file_name().unwrap().to_string_lossy()
+        ))
+    };
+    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap().trim().to_string();
+    let first = create_ext4(&top.path().join("a"), &[]);
+    let default = read(queue(&first).join("max_sectors_kb"));
+    std::fs::write(queue(&first).join("max_sectors_kb"), "256").unwrap();
+    let mp = first["mountpoint"].as_str().unwrap();
+    assert!(fragkit(&["scratch", "destroy", mp]).status.success());
+    let second = create_ext4(&top.path().join("b"), &[]);
+    let now = read(queue(&second).join("max_sectors_kb"));
+    let (same, stale) = (
+        second["loop_device"] == first["loop_device"],
+        read(queue(&first).join("max_sectors_kb")),
+    );
+    // Put a device another test took meanwhile back as well.
+    if !same {
+        let _ = std::fs::write(queue(&first).join("max_sectors_kb"), "0");
+    }
+    let mp = second["mountpoint"].as_str().unwrap();
+    assert!(fragkit(&["scratch", "destroy", mp]).status.success());
+    if same {
+        assert_eq!(now, default, "the scratch kept the stale 256 KiB limit");
+    } else {
+        eprintln!("another test took the loop device meanwhile (it had {stale})");
+    }
+}

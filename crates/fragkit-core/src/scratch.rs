@@ -357,7 +357,19 @@ impl Scratch {
             .args(["--find", "--show"])
             .arg(&self.info.image))?;
         self.info.loop_device = PathBuf::from(dev);
-        write_marker(&self.info)
+        write_marker(&self.info)?;
+        let name = self
+            .info
+            .loop_device
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        fragkit_sys::tunable::reset_max_request(&name).with_context(|| {
+            format!(
+                "{}: cannot reset max_sectors_kb to the kernel's default",
+                self.info.loop_device.display()
+            )
+        })
     }
 
     /// An ext4 external journal device of `bytes` on its own image and loop device

@@ -10,6 +10,30 @@ pub fn block_device_name(path: &Path) -> Option<String> {
     crate::dev::block_name(std::fs::metadata(path).ok()?.dev())
 }
 
+/// Give block device `dev` ("loop3") the kernel's default largest request again. A
+/// `max_sectors_kb` someone wrote survives detaching and re-attaching a loop device (the
+/// readahead window does not: attaching sets it anew), so a fresh scratch device would
+/// otherwise cut requests where an earlier experiment left it. Linux 6.10 and later take
+/// 0 for "the default"; older kernels refuse 0 and get their default written out:
+/// max_hw_sectors_kb capped at 1280 KiB (BLK_DEF_MAX_SECTORS_CAP).
+pub fn reset_max_request(dev: &str) -> io::Result<()> {
+    if dev.contains('/') {
+        return Err(io::Error::other(format!(
+            "block device {dev}: expected a plain name"
+        )));
+    }
+    let queue = PathBuf::from(format!("/sys/block/{dev}/queue"));
+    let knob = queue.join("max_sectors_kb");
+    if std::fs::write(&knob, "0").is_ok() {
+        return Ok(());
+    }
+    let hw: u64 = std::fs::read_to_string(queue.join("max_hw_sectors_kb"))?
+        .trim()
+        .parse()
+        .map_err(|_| io::Error::other(format!("{dev}: unreadable max_hw_sectors_kb")))?;
+    std::fs::write(&knob, hw.min(1280).to_string())
+}
+
 /// One sysfs tunable of a mounted file system, /sys/fs/<fs>/<dev>/<name> (ext4's
 /// reserved_clusters, f2fs's ipu_policy, ...), put back to its old value on drop, so an
 /// error or a panic in between never leaves the file system tuned.
