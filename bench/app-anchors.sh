@@ -85,6 +85,25 @@ if a["now_ns"]:
         m = c.get("modeled_ms")
         if c["name"] != "none" and m and excess > 0 and not small:
             print(f"  {c['name']:<9} recovers {100*(a['now_ns']/1e6 - m['median'])/excess:.0f}% of the modeled loss")
+# What each defragmenter asked of the device while the application ran: its moved bytes,
+# time and device traffic per second against the ceiling (a mover that fills the ceiling
+# queues the application's reads behind its own, however briefly it runs).
+lim = r.get("io_limit") or {}
+print("while defragmenting, median per round (device reads / writes per second"
+      + (f", ceiling {lim['read_bytes_per_s']/1e6:.0f} / {lim['write_bytes_per_s']/1e6:.0f} MB/s" if lim else "") + "):")
+def med(v):
+    v = sorted(v); n = len(v)
+    return (v[n // 2] + v[(n - 1) // 2]) / 2 if v else None
+for c in r["contenders"]:
+    ks = [k["defrag"] for k in c["rounds"] if k.get("defrag") and k["defrag"].get("seconds")]
+    if not ks:
+        continue
+    moved = med([k["bytes_moved"] for k in ks if k.get("bytes_moved") is not None])
+    secs = med([k["seconds"] for k in ks])
+    rd = med([k["device_bytes_read"] / k["seconds"] for k in ks])
+    wr = med([k["device_bytes_written"] / k["seconds"] for k in ks])
+    what = f"moved {moved/2**20:.1f} MiB" if moved is not None else "ran"
+    print(f"  {c['name']:<9} {what} in {secs:.2f} s: read {rd/1e6:.0f} MB/s, write {wr/1e6:.0f} MB/s")
 for c in r["contenders"]:
     dec = [k["defrag"]["declined"] for k in c["rounds"] if k.get("defrag") and k["defrag"].get("declined")]
     if dec:
