@@ -42,7 +42,11 @@ def main() -> int:
     ratios = {}  # (workload, state) -> [modeled ratio per run]
     paper = {}
     for n in range(runs):
-        cmd = [fragkit, "bench", "fast24", "--quick", "--format", "json", *extra]
+        # Each run's recorded traces are kept beside its JSON: a run off its median can
+        # be replayed and compared with the others afterwards.
+        traces = os.path.join(out_dir, f"run{n + 1}-traces")
+        cmd = [fragkit, "bench", "fast24", "--quick", "--format", "json",
+               "--keep-traces", traces, *extra]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             last = (p.stderr.strip().splitlines() or ["(no message)"])[-1]

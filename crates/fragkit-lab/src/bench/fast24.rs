@@ -233,8 +233,13 @@ fn contiguous_file(dir: &Path, seed: u64) -> Result<(ReadBack, u64)> {
     let p = dir.join("T0.data");
     let buf = crate::age::seeded_buf(1 << 20, seed);
     let f = std::fs::File::create(&p)?;
-    for i in 0..8u64 {
-        std::os::unix::fs::FileExt::write_all_at(&f, buf.as_slice(), i << 20)?;
+    {
+        // On one CPU, as the overwrite workload's fill: ext4 serves a small file's first
+        // blocks from a per-CPU pool, so a migration mid-write could split it.
+        let _pin = fragkit_sys::affinity::CpuPin::current();
+        for i in 0..8u64 {
+            std::os::unix::fs::FileExt::write_all_at(&f, buf.as_slice(), i << 20)?;
+        }
     }
     f.sync_all()?;
     drop(f);
