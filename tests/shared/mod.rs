@@ -76,6 +76,10 @@ pub fn open_direct_write(path: &Path) -> File {
 /// Append `chunk` bytes to each file in turn, `rounds` times, with O_DIRECT: the
 /// allocator hands out space in write order, so the files interleave on disk.
 pub fn interleaved_direct_appends(paths: &[PathBuf], chunk: usize, rounds: usize) {
+    // On one CPU: ext4 serves files under mb_stream_req from per-CPU preallocations, so
+    // appends made on two CPUs land in two regions and do not interleave (it left "a"
+    // contiguous in one CI run of bench_read_model_columns_in_csv).
+    let _pin = fragkit::sys::affinity::CpuPin::current();
     let files: Vec<File> = paths.iter().map(|p| open_direct_write(p)).collect();
     let buf = AlignedBuf::new(chunk, 0x5a);
     for r in 0..rounds {
