@@ -91,9 +91,9 @@ if a["now_ns"]:
 lim = r.get("io_limit") or {}
 print("while defragmenting, median per round (device reads / writes per second"
       + (f", ceiling {lim['read_bytes_per_s']/1e6:.0f} / {lim['write_bytes_per_s']/1e6:.0f} MB/s" if lim else "") + "):")
+from statistics import median
 def med(v):
-    v = sorted(v); n = len(v)
-    return (v[n // 2] + v[(n - 1) // 2]) / 2 if v else None
+    return median(v) if v else None
 for c in r["contenders"]:
     ks = [k["defrag"] for k in c["rounds"] if k.get("defrag") and k["defrag"].get("seconds")]
     if not ks:

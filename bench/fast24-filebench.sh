@@ -65,7 +65,7 @@ tune() {
   echo 0 > /sys/fs/ext4/$dev/reserved_clusters
   echo 4200000000 > /sys/fs/ext4/$dev/mb_stream_req
 }
-personality() {  # FILE DIR RUNTIME_VAR RUNTIME: the artifact's .f with its device dir set
+personality() {  # FILE DIR RUNTIME: the artifact's .f with its device dir and runtime set
   sed -e "s|^set \$dir=device|set \$dir=$2|" -e "s|^set \$runtime=[0-9]*|set \$runtime=$3|" \
     "$ae/evaluation/filebench/$1"
 }

@@ -541,8 +541,7 @@ fn verification_catches_corruption(fs: FsType) {
 /// allocated appears only once its transaction commits: the file system under `mp` is
 /// synced first (its data then also reaches the device before the test overwrites it).
 fn btrfs_device_offset(mp: &Path, dev: &Path, logical: u64) -> u64 {
-    let st = Command::new("sync").arg("-f").arg(mp).status().unwrap();
-    assert!(st.success(), "sync -f {}", mp.display());
+    fragkit::sys::sync::syncfs(mp).unwrap();
     let out = Command::new("btrfs-map-logical")
         .args(["-l", &logical.to_string()])
         .arg(dev)

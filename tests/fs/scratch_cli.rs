@@ -145,17 +145,14 @@ fn failed_create_leaves_no_dir() {
     }
 }
 
-/// The mount options of `mp` from /proc/self/mountinfo (the per-mount and the
-/// per-superblock fields together).
+/// The mount options of `mp` (the per-mount and the per-superblock ones together).
 fn mount_options(mp: &Path) -> String {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let want = mp.to_string_lossy();
-    let line = text
-        .lines()
-        .find(|l| l.split(' ').nth(4) == Some(&*want))
+    let mounts = fragkit::sys::mountinfo::read().unwrap();
+    let m = mounts
+        .iter()
+        .find(|m| m.mountpoint == mp)
         .unwrap_or_else(|| panic!("{} not mounted", mp.display()));
-    let f: Vec<&str> = line.split(' ').collect();
-    format!("{},{}", f[5], f.last().unwrap())
+    format!("{},{}", m.options, m.super_options)
 }
 
 #[test]

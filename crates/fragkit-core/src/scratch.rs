@@ -229,6 +229,7 @@ impl Scratch {
             spec.dir.as_deref(),
             spec.parent.as_deref(),
             random_uuid()?,
+            spec.mount_options.clone(),
         )?;
         let f = fs::File::create(&guard.info.image)
             .with_context(|| format!("{}", guard.info.image.display()))?;
@@ -274,8 +275,6 @@ impl Scratch {
             fs,
             spec.mount_options.as_deref(),
         )?;
-        guard.info.mount_options = spec.mount_options.clone();
-        write_marker(&guard.info)?;
         Ok(guard)
     }
 
@@ -301,6 +300,7 @@ impl Scratch {
             dir.as_deref(),
             None,
             self.info.id.clone(),
+            self.info.mount_options.clone(),
         )?;
         {
             let _frozen = Frozen::freeze(&self.info.mountpoint)
@@ -318,8 +318,6 @@ impl Scratch {
         // (btrfs gives a cloned single-device fs a temporary fsid by itself since 6.7).
         let options = clone_mount_options(fs, self.info.mount_options.as_deref());
         mount_fs(&info.loop_device, &info.mountpoint, fs, options.as_deref())?;
-        guard.info.mount_options = self.info.mount_options.clone();
-        write_marker(&guard.info)?;
         Ok(guard)
     }
 
@@ -331,6 +329,7 @@ impl Scratch {
         dir: Option<&Path>,
         parent: Option<&Path>,
         id: String,
+        mount_options: Option<String>,
     ) -> Result<Scratch> {
         let (dir, created_dir) = new_scratch_dir(dir, parent)?;
         let info = ScratchInfo {
@@ -344,7 +343,7 @@ impl Scratch {
             dir,
             created_dir,
             journal_image: None,
-            mount_options: None,
+            mount_options,
         };
         let guard = Scratch { info, keep: false };
         write_marker(&guard.info)?;

@@ -650,34 +650,25 @@ impl Running {
 /// plus its own time; the start is the earliest arrival minus own time over all lines (the
 /// least-delayed line), an upper bound on the true start by at most that line's delay.
 fn on_lab_clock(lines: &[Progress]) -> Vec<(Instant, u64)> {
-    let own: Option<Vec<f64>> = lines.iter().map(|l| l.2).collect();
-    let Some(own) = own.filter(|o| !o.is_empty()) else {
-        return lines.iter().map(|l| (l.0, l.1)).collect();
-    };
-    let Some(anchor) = lines.iter().map(|l| l.0).min() else {
-        return Vec::new();
-    };
-    // Offsets from the earliest arrival: arrival − own time, the smallest wins.
-    let start = lines
+    let own: Option<Vec<Duration>> = lines
         .iter()
-        .zip(&own)
-        .map(|(l, t)| l.0.saturating_duration_since(anchor).as_secs_f64() - t)
-        .fold(f64::INFINITY, f64::min);
-    lines
-        .iter()
-        .zip(&own)
-        .map(|(l, t)| {
-            let at = start + t;
-            let when = if at >= 0.0 {
-                anchor + Duration::from_secs_f64(at)
-            } else {
-                anchor
-                    .checked_sub(Duration::from_secs_f64(-at))
-                    .unwrap_or(anchor)
-            };
-            (when, l.1)
-        })
-        .collect()
+        .map(|l| l.2.and_then(|t| Duration::try_from_secs_f64(t).ok()))
+        .collect();
+    let start = own.as_ref().and_then(|own| {
+        lines
+            .iter()
+            .zip(own)
+            .filter_map(|(l, t)| l.0.checked_sub(*t))
+            .min()
+    });
+    match (own, start) {
+        (Some(own), Some(start)) => lines
+            .iter()
+            .zip(own)
+            .map(|(l, t)| (start.checked_add(t).unwrap_or(l.0), l.1))
+            .collect(),
+        _ => lines.iter().map(|l| (l.0, l.1)).collect(),
+    }
 }
 
 impl Drop for Running {
