@@ -13,11 +13,21 @@ use fragkit_sys::fadvise::{fadvise, Advice};
 use fragkit_sys::jbd2::Journal;
 use fragkit_sys::move_ext::move_ext;
 
-/// Blocks' worth of bytes handed to one EXT4_IOC_MOVE_EXT call.
-const CHUNK_BYTES: u64 = 1 << 20;
+/// Bytes handed to one EXT4_IOC_MOVE_EXT call. The kernel holds the file's i_rwsem for
+/// the whole call, and every read of the file waits behind it (O_DIRECT reads too:
+/// ext4_dio_read_iter takes it shared). The call copies about 0.6 GB/s here (65 calls,
+/// 60.6 ms for 34 MiB, strace), so 64 KiB holds it about 0.1 ms, a flash read's service
+/// time. With 1 MiB calls db_bench readrandom, reading the files being moved, ran at 0.61
+/// of its rate while pick moved 33 MiB, and 28% of its stack samples waited for the lock;
+/// with 64 KiB at 0.97, 9%, for 31% more time moving (bench/app-interference.py;
+/// docs/defrag.md, "Beside a running application").
+const MOVE_BYTES: u64 = 64 << 10;
 
-/// Forced journal commits during one chunk that mean the kernel is retrying its moves:
-/// a chunk alone asks for none, and a run's own syncs ask for one or two in all.
+/// Bytes moved over which forced journal commits are counted.
+const RETRY_WINDOW: u64 = 1 << 20;
+
+/// Forced journal commits while RETRY_WINDOW is moved that mean the kernel is retrying its
+/// moves: moves alone ask for none, and a run's own syncs ask for one or two in all.
 const RETRY_COMMITS: u64 = 4;
 
 /// One migrator per file.
@@ -53,19 +63,24 @@ impl Migrator for MoveExt {
         let journal = self.journal.get_or_init(|| Journal::of_file(t.file));
         let mut done = 0u64;
         let blocks = length / bs;
-        let chunk = (CHUNK_BYTES / bs).max(1);
-        // One read of the journal's count per chunk: the count after a chunk is the next
-        // chunk's count before.
+        let chunk = (MOVE_BYTES / bs).max(1);
+        let retry_window = (RETRY_WINDOW / bs).max(1);
+        // The journal's count when the current window of moves began.
         let mut commits = journal.as_ref().and_then(Journal::requested);
+        let mut window_from = 0u64;
         while done < blocks {
             let at = offset / bs + done;
             let n = (blocks - done).min(chunk);
-            if self.drop_before_move.load(Ordering::Relaxed) {
-                // Drop, then read back at once in order-0 folios (WILLNEED), before the
-                // reader's readahead can put large ones there again.
-                let _ = fadvise(t.file, at * bs, n * bs, Advice::DontNeed);
+            if done == window_from && self.drop_before_move.load(Ordering::Relaxed) {
+                // Drop the window's pages, then read them back at once in order-0 folios
+                // (WILLNEED), before the reader's readahead can put large ones there
+                // again. A whole window, not each call's 64 KiB: a large folio reaching
+                // past the range dropped stays cached (on 64 KiB spans one run of
+                // bench/defrag-reader.sh in three made 1,058 commits instead of 98).
+                let span = (blocks - done).min(retry_window);
+                let _ = fadvise(t.file, at * bs, span * bs, Advice::DontNeed);
                 let window = *self.window.get_or_init(|| read_ahead_window(t.file));
-                prefetch(t.file, at * bs, n * bs, window);
+                prefetch(t.file, at * bs, span * bs, window);
             }
             let moved = match move_ext(t.file, &donor, at, at, n) {
                 Ok(n) => n,
@@ -77,14 +92,17 @@ impl Migrator for MoveExt {
             if moved == 0 {
                 bail!("EXT4_IOC_MOVE_EXT moved nothing at block {at}");
             }
-            let after = journal.as_ref().and_then(Journal::requested);
-            if let (Some(a), Some(b)) = (commits, after) {
-                if b.saturating_sub(a) >= RETRY_COMMITS {
-                    self.drop_before_move.store(true, Ordering::Relaxed);
-                }
-            }
-            commits = after;
             done += moved;
+            if done - window_from >= retry_window || done >= blocks {
+                let after = journal.as_ref().and_then(Journal::requested);
+                if let (Some(a), Some(b)) = (commits, after) {
+                    if b.saturating_sub(a) >= RETRY_COMMITS {
+                        self.drop_before_move.store(true, Ordering::Relaxed);
+                    }
+                }
+                commits = after;
+                window_from = done;
+            }
         }
         // Closing the donor frees the old, fragmented blocks it now holds.
         t.release(donor);
