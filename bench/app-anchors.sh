@@ -16,7 +16,8 @@
 # FAST'24 measured it (the recorded build and reads replayed on the fast24 preset in
 # write order) against the paper's 39% (goal within ±15% of it) and the share of that loss
 # each defragmenter recovered; beside it advise's layout-only figure (no goal).
-# Both print the control's (none) during ÷ before: the noise a slowdown has to exceed.
+# Both print the control's (none) during ÷ before: the noise a slowdown has to exceed;
+# and the control's rate over windows as long as each mover's defrag (its noise there).
 # Usage (root): bench/app-anchors.sh [APP] [ROUNDS] [FS] [SIZE] [IO_LIMIT]
 #               (default: rocksdb 7 ext4 2G sata-ssd)
 set -euo pipefail
@@ -108,6 +109,46 @@ for c in r["contenders"]:
     dec = [k["defrag"]["declined"] for k in c["rounds"] if k.get("defrag") and k["defrag"].get("declined")]
     if dec:
         print(f"  {c['name']} declined in {len(dec)} of {len(c['rounds'])} rounds: {dec[0].strip()}")
+# The control's noise at each mover's own window: db_bench's rate over windows as long as
+# the mover's median defrag, cut every 0.1 s through the control's progress after its
+# (idle) defrag started, over its rate in the 3 s before (from the rounds' progress series;
+# 10th-90th percentile).
+def cumulative(series):
+    pts, ops = [], 0.0
+    for i, (t, rate) in enumerate(series):
+        if i:
+            ops += rate * (t - series[i - 1][0])
+        pts.append((t, ops))
+    return pts
+def ops_at(pts, x):
+    for (t0, o0), (t1, o1) in zip(pts, pts[1:]):
+        if t0 <= x <= t1 and t1 > t0:
+            return o0 + (o1 - o0) * (x - t0) / (t1 - t0)
+control = next((c for c in r["contenders"] if c["name"] == "none"), None)
+if control:
+    print("the control's during/before over windows as long as each mover's (10th-90th percentile):")
+    for c in r["contenders"]:
+        ks = [k["defrag"]["seconds"] for k in c["rounds"] if k.get("defrag") and k["defrag"].get("seconds")]
+        if not ks:
+            continue
+        w = max(median(ks), 0.1)  # the lab measures a shorter defrag over 0.1 s
+        ratios = []
+        for k in control["rounds"]:
+            pts = cumulative(k["series"])
+            b0, b1 = ops_at(pts, -3.0), ops_at(pts, 0.0)
+            if b0 is None or b1 is None or b1 <= b0:
+                continue
+            before = (b1 - b0) / 3.0
+            off, end = 0.0, pts[-1][0]
+            while off + w <= end:
+                a, b = ops_at(pts, off), ops_at(pts, off + w)
+                if a is not None and b is not None:
+                    ratios.append((b - a) / w / before)
+                off += 0.1
+        if len(ratios) >= 10:
+            ratios.sort()
+            lo, hi = ratios[len(ratios) // 10], ratios[(9 * len(ratios)) // 10]
+            print(f"  {c['name']:<9} {w:.2f} s windows: {lo:.3f}-{hi:.3f} (n={len(ratios)})")
 for v in r["versus_tool"]:
     print(f"{v['contender']} / {v['tool']}:")
     for key, what, anchor, ok, goal in anchors:

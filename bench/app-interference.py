@@ -22,7 +22,7 @@ or runnable).
 Usage (root): bench/app-interference.py FRAGKIT_A FRAGKIT_B [ROUNDS] [MODE]
               (ROUNDS default 7, MODE pick|bypass|full default pick; LAB_OUT=DIR;
               ARGS_A / ARGS_B: more defrag options for that build, PREFIX_A / PREFIX_B: a
-              command it runs under, e.g. PREFIX_B="chrt -i 0")
+              command it runs under, e.g. PREFIX_B="chrt -i 0"; {mp} in it is the clone's mount point)
 Timing: flock /work/bench.lock nice -n -15 ionice -c1 bench/app-interference.py ...
 """
 import json
@@ -151,7 +151,7 @@ def run(fk, mode, base, profile, keys, seed, prefix, extra):
                 die(f"db_bench printed no progress on {db}")
             time.sleep(0.01)
         time.sleep(WARM + BEFORE)
-        cmd = prefix + [fk, "defrag", "--mode", mode, "--io-size", "8K", "--format", "json"]
+        cmd = [x.replace("{mp}", mp) for x in prefix] + [fk, "defrag", "--mode", mode, "--io-size", "8K", "--format", "json"]
         if mode == "pick":
             cmd += ["--profile", prof]
         cmd += extra
@@ -165,7 +165,10 @@ def run(fk, mode, base, profile, keys, seed, prefix, extra):
         r1 = device_stat(dev_name)
         if out.returncode not in (0, 1):
             die(f"{fk} defrag exited {out.returncode}: {out.stderr.strip()[-300:]}")
-        moved = json.loads(out.stdout)["summary"]["bytes_moved"]
+        try:
+            moved = json.loads(out.stdout)["summary"]["bytes_moved"]
+        except (ValueError, KeyError, TypeError):
+            moved = float("nan")  # a PREFIX that keeps defrag's report to itself
         time.sleep(AFTER)
         app.kill()
         app.wait()

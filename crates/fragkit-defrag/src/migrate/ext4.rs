@@ -17,9 +17,9 @@ use fragkit_sys::move_ext::move_ext;
 /// the whole call, and every read of the file waits behind it (O_DIRECT reads too:
 /// ext4_dio_read_iter takes it shared). The call copies about 0.6 GB/s here (65 calls,
 /// 60.6 ms for 34 MiB, strace), so 64 KiB holds it about 0.1 ms, a flash read's service
-/// time. With 1 MiB calls db_bench readrandom, reading the files being moved, ran at 0.61
-/// of its rate while pick moved 33 MiB, and 28% of its stack samples waited for the lock;
-/// with 64 KiB at 0.97, 9%, for 31% more time moving (bench/app-interference.py;
+/// time. With 1 MiB calls db_bench readrandom, reading the files being moved, ran at 0.56
+/// of its rate while pick moved 33 MiB, and 35% of its stack samples waited for the lock;
+/// with 64 KiB at 1.13, 8%, for 21% more time moving (bench/app-interference.py, n=7;
 /// docs/defrag.md, "Beside a running application").
 const MOVE_BYTES: u64 = 64 << 10;
 
