@@ -163,6 +163,9 @@ fn run_writes(a: BenchWritesArgs) -> Result<i32> {
         ),
         None => Stdio::from(io::stderr()),
     };
+    // A signal does not end this process while the command runs: it is waited for, so
+    // nothing it holds (files open on a file system about to be unmounted) outlives us.
+    let flag = crate::sys::signals::interrupt_flag(true);
     if !a.no_sync {
         nix::unistd::sync();
     }
@@ -170,11 +173,27 @@ fn run_writes(a: BenchWritesArgs) -> Result<i32> {
     let t = Instant::now();
     // The command's stdout goes to our stderr (or --command-output) so that stdout holds
     // only the report.
-    let status = Command::new(program)
+    let mut child = Command::new(program)
         .args(&a.command[1..])
         .stdout(command_stdout)
-        .status()
+        .spawn()
         .map_err(|e| anyhow!("{program}: cannot run: {e}"))?;
+    let mut passed_on = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if !passed_on && flag.load(std::sync::atomic::Ordering::SeqCst) {
+            passed_on = true;
+            // SIGTERM was sent to this process alone: the command gets it too. SIGINT from
+            // a terminal reached the whole process group, the command with it.
+            if crate::sys::signals::first_signal() == Some(libc::SIGTERM) {
+                let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let command_seconds = t.elapsed().as_secs_f64();
     if !a.no_sync {
         // Buffered writes the command left dirty belong to it.

@@ -389,3 +389,52 @@ fn bench_dof_sweep_and_paf_tear_down_on_sigint_and_sigterm() {
         assert!(rest.is_empty(), "{args:?}: left {rest:?}");
     }
 }
+
+/// `bench writes` (the lab's wrapper around every defrag) passes SIGTERM on to its command
+/// and waits for it to end: a command still running on a file system after its wrapper
+/// exited kept a lab's clone busy (a loop device left behind).
+#[test]
+fn bench_writes_passes_sigterm_on_and_waits_for_its_command() {
+    use std::os::unix::process::CommandExt;
+    let s = scratch(FsType::Ext4, 64 << 20, &[]);
+    let ended = s.mountpoint().join("ended");
+    let started = s.mountpoint().join("started");
+    // The command takes 0.5 s to end after SIGTERM, and says when it has; it holds none of
+    // our pipes, so an orphaned command cannot keep this test waiting.
+    let script = format!(
+        "exec >/dev/null 2>&1; trap 'sleep 0.5; echo term > {e}; exit 3' TERM; touch {s}; \
+         while :; do sleep 0.05; done",
+        e = ended.display(),
+        s = started.display()
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(["bench", "writes", "--no-sync", "--format", "json", "--path"])
+        .arg(s.mountpoint())
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !started.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the command did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on our own child alone.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        ended.exists(),
+        "bench writes exited ({:?}) before its command ended: {err}",
+        o.status
+    );
+    assert_eq!(o.status.code(), Some(3), "the command's status: {err}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["exit_status"], 3, "{doc}");
+    s.destroy().unwrap();
+}

@@ -11,9 +11,11 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The signal that set INTERRUPTED (0: none yet).
+static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// Which handler is installed: none, the one that undoes and ends the process, or the one
 /// that sets the flag first.
@@ -121,6 +123,7 @@ fn run_undo() {
 
 extern "C" fn on_signal(sig: libc::c_int) {
     if MODE.load(Ordering::SeqCst) == GRACEFUL && !INTERRUPTED.swap(true, Ordering::SeqCst) {
+        FIRST_SIGNAL.store(sig, Ordering::SeqCst);
         return;
     }
     run_undo();
@@ -149,6 +152,14 @@ fn install(restart: bool) {
 /// (false when nothing did): what a loop deep in a command checks between its steps.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Which signal set the flag (SIGINT or SIGTERM), if one did.
+pub fn first_signal() -> Option<i32> {
+    match FIRST_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
+    }
 }
 
 /// What a command stopped by [`interrupted`] says.
