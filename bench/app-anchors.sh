@@ -93,6 +93,8 @@ lim = r.get("io_limit") or {}
 print("while defragmenting, median per round (device reads / writes per second"
       + (f", ceiling {lim['read_bytes_per_s']/1e6:.0f} / {lim['write_bytes_per_s']/1e6:.0f} MB/s" if lim else "") + "):")
 from statistics import median
+sys.path.insert(0, "bench")
+from progress import ops_at  # bench/progress.py
 def med(v):
     return median(v) if v else None
 for c in r["contenders"]:
@@ -120,10 +122,6 @@ def cumulative(series):
             ops += rate * (t - series[i - 1][0])
         pts.append((t, ops))
     return pts
-def ops_at(pts, x):
-    for (t0, o0), (t1, o1) in zip(pts, pts[1:]):
-        if t0 <= x <= t1 and t1 > t0:
-            return o0 + (o1 - o0) * (x - t0) / (t1 - t0)
 control = next((c for c in r["contenders"] if c["name"] == "none"), None)
 if control:
     print("the control's during/before over windows as long as each mover's (10th-90th percentile):")

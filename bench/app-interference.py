@@ -3,8 +3,9 @@
 
 The database is the one `fragkit lab --app rocksdb --keep` built and traced (LAB_OUT: its
 --out directory; made here with one round when not given): every run gets a fresh clone
-of it (`fragkit scratch clone`), the device ceiling the lab uses (Samsung 860 EVO data
-sheet, 550/520 MB/s, 98k/90k IOPS, cgroup v1 blkio throttle), caches dropped, then
+of it (`fragkit scratch clone`), the device ceiling that lab ran under (its report's
+io_limit, by default the Samsung 860 EVO data sheet's 550/520 MB/s, 98k/90k IOPS; cgroup
+v1 blkio throttle), caches dropped, then
 db_bench readrandom with O_DIRECT reads as the lab runs it; 4 s after its first progress
 line the build's `defrag --mode MODE` (pick with the lab's traced profile) runs on the
 database, and db_bench goes on 3.2 s after it ends. Builds alternate per round (A B, then
@@ -36,9 +37,9 @@ import threading
 import time
 from statistics import median
 
+from progress import rate  # bench/progress.py
+
 BLKIO = "/sys/fs/cgroup/blkio"
-CEILING = [("read_bps", 550_000_000), ("write_bps", 520_000_000),
-           ("read_iops", 98_000), ("write_iops", 90_000)]
 LINE = re.compile(r"\((\d+),(\d+)\) ops and .* in \(([\d.]+),([\d.]+)\) seconds")
 BEFORE, WARM, AFTER = 3.0, 1.0, 3.2
 
@@ -48,27 +49,19 @@ def die(msg):
     sys.exit(2)
 
 
-def throttle(dev, on):
-    for name, value in CEILING:
+def throttle(dev, ceiling, on):
+    """The lab's ceiling (its report's io_limit) on `dev`, or off; none when it had none."""
+    if not ceiling:
+        return
+    for name, key in (("read_bps", "read_bytes_per_s"), ("write_bps", "write_bytes_per_s"),
+                      ("read_iops", "read_iops"), ("write_iops", "write_iops")):
         with open(f"{BLKIO}/blkio.throttle.{name}_device", "w") as f:
-            f.write(f"{dev} {value if on else 0}\n")
+            f.write(f"{dev} {(ceiling.get(key) or 0) if on else 0}\n")
 
 
 def device_stat(name):
     v = open(f"/sys/block/{name}/stat").read().split()
     return int(v[2]) * 512, int(v[6]) * 512  # sectors read, written
-
-
-def ops_at(s, t):
-    for (t0, o0), (t1, o1) in zip(s, s[1:]):
-        if t0 <= t <= t1:
-            return o0 + (o1 - o0) * (t - t0) / (t1 - t0) if t1 > t0 else o1
-    return None
-
-
-def rate(s, a, b):
-    x, y = ops_at(s, a), ops_at(s, b)
-    return None if x is None or y is None or b <= a else (y - x) / (b - a)
 
 
 class Stacks:
@@ -116,7 +109,7 @@ class Stacks:
         return {k: v / self.n if self.n else float("nan") for k, v in self.kinds.items()}
 
 
-def run(fk, mode, base, profile, keys, seed, prefix, extra):
+def run(fk, mode, base, profile, keys, ceiling, seed, prefix, extra):
     d = tempfile.mkdtemp(dir="/dev/shm", prefix="app-interference.")
     c = json.loads(subprocess.check_output(
         [fk, "scratch", "clone", base, "--dir", d, "--format", "json"]))
@@ -127,7 +120,7 @@ def run(fk, mode, base, profile, keys, seed, prefix, extra):
     prof = os.path.join(d, "profile.json")
     with open(prof, "w") as f:
         f.write(open(profile).read().replace(base, mp))
-    throttle(dev, True)
+    throttle(dev, ceiling, True)
     app = None
     try:
         subprocess.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], check=True)
@@ -176,7 +169,7 @@ def run(fk, mode, base, profile, keys, seed, prefix, extra):
     finally:
         if app and app.poll() is None:
             app.kill()
-        throttle(dev, False)
+        throttle(dev, ceiling, False)
         subprocess.run([fk, "scratch", "destroy", mp], capture_output=True)
         shutil.rmtree(d, ignore_errors=True)
     # db_bench's clock: its start is the line that arrived least late, minus its own time.
@@ -223,7 +216,8 @@ def main():
                         "--out", lab, "--format", "json"], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        keys = json.load(open(os.path.join(lab, "report.json")))["keys"]
+        report = json.load(open(os.path.join(lab, "report.json")))
+        keys, ceiling = report["keys"], report["io_limit"]
         base = json.load(open(os.path.join(lab, "data/scratch-base.json")))["mountpoint"]
     except (OSError, KeyError, ValueError) as e:
         die(f"LAB_OUT={lab}: not the --out of `fragkit lab --app rocksdb --keep` ({e})")
@@ -234,7 +228,7 @@ def main():
     res = {"A": [], "B": []}
     for k in range(int(rounds)):
         for name in ("A", "B") if k % 2 == 0 else ("B", "A"):
-            r = run(builds[name], mode, base, profile, keys, 100 + k,
+            r = run(builds[name], mode, base, profile, keys, ceiling, 100 + k,
                     os.environ.get(f"PREFIX_{name}", "").split(), os.environ.get(f"ARGS_{name}", "").split())
             res[name].append(r)
             print(f"  round {k + 1} {name}: moved {r['moved'] / 2**20:.1f} MiB in {r['seconds']:.3f} s, "
@@ -255,6 +249,10 @@ def main():
               f"{median(r['read'] for r in rs) / 2**20:.1f} / {median(r['written'] for r in rs) / 2**20:.1f} MiB")
     d = [b["during"] - a["during"] for a, b in zip(res["A"], res["B"])]
     print(f"B - A during/before per round: {band(d)}")
+    if not os.environ.get("LAB_OUT"):
+        # The database this run built goes with it (its images directory too).
+        subprocess.run([builds["A"], "scratch", "destroy", base], stdout=subprocess.DEVNULL)
+        shutil.rmtree(os.path.dirname(os.path.dirname(base)), ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
 
 

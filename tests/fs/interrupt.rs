@@ -250,22 +250,21 @@ fn steps_done(out: &std::path::Path) -> usize {
 /// leaves no loop device, mount or image behind, whichever step was running.
 #[test]
 fn lab_tears_down_what_it_made_on_sigint_and_sigterm() {
-    use std::os::unix::process::CommandExt;
     // (signal, to the whole group, steps finished before it is sent): during the first
     // clones, and later during the workload's rounds.
     for (sig, group, after) in [(libc::SIGINT, true, 6), (libc::SIGTERM, false, 12)] {
         let images = tempfile::tempdir().unwrap();
         let out = tempfile::tempdir().unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
-            .args(["lab", "--size", "512M", "--out"])
-            .arg(out.path().join("lab"))
-            .arg("--scratch-dir")
-            .arg(images.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let lab = out.path().join("lab");
+        let child = fragkit_in_own_group(&[
+            "lab".as_ref(),
+            "--size".as_ref(),
+            "512M".as_ref(),
+            "--out".as_ref(),
+            lab.as_os_str(),
+            "--scratch-dir".as_ref(),
+            images.path().as_os_str(),
+        ]);
         let t0 = Instant::now();
         while steps_done(&out.path().join("lab")) < after {
             assert!(
@@ -395,7 +394,6 @@ fn bench_dof_sweep_and_paf_tear_down_on_sigint_and_sigterm() {
 /// exited kept a lab's clone busy (a loop device left behind).
 #[test]
 fn bench_writes_passes_sigterm_on_and_waits_for_its_command() {
-    use std::os::unix::process::CommandExt;
     let s = scratch(FsType::Ext4, 64 << 20, &[]);
     let ended = s.mountpoint().join("ended");
     let started = s.mountpoint().join("started");
@@ -407,15 +405,19 @@ fn bench_writes_passes_sigterm_on_and_waits_for_its_command() {
         e = ended.display(),
         s = started.display()
     );
-    let child = Command::new(env!("CARGO_BIN_EXE_fragkit"))
-        .args(["bench", "writes", "--no-sync", "--format", "json", "--path"])
-        .arg(s.mountpoint())
-        .args(["--", "sh", "-c", &script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    let child = fragkit_in_own_group(&[
+        "bench".as_ref(),
+        "writes".as_ref(),
+        "--no-sync".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "--path".as_ref(),
+        s.mountpoint().as_os_str(),
+        "--".as_ref(),
+        "sh".as_ref(),
+        "-c".as_ref(),
+        script.as_ref(),
+    ]);
     let t0 = Instant::now();
     while !started.exists() {
         assert!(
@@ -437,4 +439,17 @@ fn bench_writes_passes_sigterm_on_and_waits_for_its_command() {
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["exit_status"], 3, "{doc}");
     s.destroy().unwrap();
+}
+
+/// fragkit with `args`, its output piped, in a process group of its own: a signal sent to
+/// the group reaches the commands it runs, and never this test.
+fn fragkit_in_own_group(args: &[&std::ffi::OsStr]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap()
 }
