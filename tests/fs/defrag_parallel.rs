@@ -269,6 +269,77 @@ fn budget_is_global_under_jobs_2() {
     s.destroy().unwrap();
 }
 
+/// A range skipped for the budget between ranges that move leaves every moved range
+/// checked against its own checksum: results and checksums were kept in two lists, and a
+/// budget skip in the middle of a file shifted every later pair (a skipped range reported
+/// VERIFY FAILED, the moved one after it unchecked; CI saw it under -j 2).
+#[test]
+fn budget_skip_between_moves_keeps_each_range_with_its_checksum() {
+    let s = scratch(FsType::Ext4, 256 << 20, &["-m", "0"]);
+    let f = s.mountpoint().join("a.db");
+    fill_punch_fragment(&s, &f, 4 << 20, 16 << 10);
+    // In offset order: 1 MiB (over the budget), then two of 128 KiB (within it).
+    let hot = [
+        (0u64, 1u64 << 20),
+        (2 << 20, 128 << 10),
+        (3 << 20, 128 << 10),
+    ];
+    let ranges: Vec<Value> = hot
+        .iter()
+        .map(|&(o, l)| serde_json::json!({"offset": o, "length": l, "reads": 5}))
+        .collect();
+    let profile = s.mountpoint().join("p.json");
+    std::fs::write(
+        &profile,
+        serde_json::json!({"version": 1, "kind": "fragkit-trace-profile",
+            "files": [{"path": f, "ranges": ranges}]})
+        .to_string(),
+    )
+    .unwrap();
+    let before = file_hash(&f);
+    let (report, code) = defrag(
+        &s,
+        &[
+            "--mode",
+            "pick",
+            "--profile",
+            &profile.to_string_lossy(),
+            "-j",
+            "1",
+            "--budget",
+            "512K",
+        ],
+    );
+    let sum = &report["summary"];
+    assert_eq!(code, 0, "{sum}");
+    assert_eq!(sum["verify_failures"], 0, "{report}");
+    assert_eq!(sum["budget_exhausted"], true, "{sum}");
+    let got: Vec<(u64, &str, Value)> = report["files"][0]["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["offset"].as_u64().unwrap(),
+                r["status"].as_str().unwrap(),
+                r["verified"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, "skipped", Value::Null),
+            (2 << 20, "moved", Value::Bool(true)),
+            (3 << 20, "moved", Value::Bool(true)),
+        ],
+        "{report}"
+    );
+    assert_eq!(sum["bytes_moved"], 256 << 10, "{sum}");
+    assert_eq!(file_hash(&f), before);
+    s.destroy().unwrap();
+}
+
 /// Full mode writes about what it moves, with verification on: the
 /// before-checksum must not pull the range through the page cache (commit 5ef4bc4; the
 /// buffered read made MOVE_EXT write 4.2× the bytes moved). Device counters of the loop

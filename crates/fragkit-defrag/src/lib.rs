@@ -748,7 +748,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
     // which frees the old fragments it took over (16% of a bypass run's CPU), while the
     // mover goes on with the next range (perf and bench/defrag-ab.sh, docs/defrag.md).
     // The helper is done before the file's fsync.
-    let (mut results, checks, mut file_moved) = std::thread::scope(|s| {
+    let (mut moves, mut file_moved) = std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel::<File>();
         s.spawn(move || rx.into_iter().for_each(drop));
         let release = |f: File| {
@@ -778,7 +778,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
             }
         });
         if let Err(e) = durable {
-            for x in results.iter_mut().filter(|x| x.status == "moved") {
+            for (x, _) in moves.iter_mut().filter(|(x, _)| x.status == "moved") {
                 x.status = "failed";
                 x.reason = Some(format!(
                     "making the move durable failed (fsync, syncfs on ext4): {e}"
@@ -791,11 +791,14 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         summary.sync_ms += t.elapsed().as_millis() as u64;
     }
     if opts.verify && file_moved > 0 {
-        let failed = verify_moved(&ctx.sums, &file, path, &mut results, &checks);
+        let (failed, failed_bytes) = verify_moved(&ctx.sums, &file, path, &mut moves);
         summary.verify_failures += failed;
         summary.ranges_failed += failed;
         summary.ranges_moved -= failed;
+        // Their blocks were moved, but a range that failed is not reported as moved.
+        file_moved -= failed_bytes;
     }
+    let results: Vec<RangeResult> = moves.into_iter().map(|(r, _)| r).collect();
     summary.bytes_moved += file_moved;
     // --unshare: the shared bytes inside the ranges that moved now have a copy of their own.
     let moved: Vec<(u64, u64)> = results
@@ -848,18 +851,20 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
 }
 
 /// Move a file's planned ranges in plan order (a range with no room as a whole is retried
-/// window by window in pick and bypass); each range's result and, when verifying, its
-/// checksum from before, and the bytes moved. Donors go to `release`.
+/// window by window in pick and bypass); each range's result beside, when verifying and
+/// moved, its checksum from before, and the bytes moved. Donors go to `release`.
 fn move_ranges(
     sh: &Shared<'_>,
     ctx: &MoveCtx<'_>,
     plan: &plan::FilePlan,
     release: &(dyn Fn(File) + Sync),
     summary: &mut DefragSummary,
-) -> (Vec<RangeResult>, Vec<Option<Checked>>, u64) {
+) -> (Vec<(RangeResult, Option<Checked>)>, u64) {
     let opts = sh.opts;
-    let mut results = Vec::new();
-    let mut checks = Vec::new();
+    // One entry per result, its checksum beside it: kept in two lists, a range skipped
+    // for the budget between two moved ones paired every later result with the check of
+    // the range before it (a skipped range reported VERIFY FAILED, the moved one unchecked).
+    let mut moves = Vec::new();
     let mut file_moved = 0u64;
     // Pages an application read sit in large folios; the migration's own readahead would
     // find them cached and leave them so (see verify::drop_clean_pages).
@@ -872,13 +877,16 @@ fn move_ranges(
             summary.interrupted = true;
             summary.ranges_skipped += 1;
             summary.ranges_not_improvable += 1;
-            results.push(RangeResult::skipped(
-                r.offset,
-                r.length,
-                Skip::new(
-                    SkipKind::Interrupted,
-                    "interrupted (SIGINT/SIGTERM) before it started",
+            moves.push((
+                RangeResult::skipped(
+                    r.offset,
+                    r.length,
+                    Skip::new(
+                        SkipKind::Interrupted,
+                        "interrupted (SIGINT/SIGTERM) before it started",
+                    ),
                 ),
+                None,
             ));
             sh.advance(r.length);
             continue;
@@ -892,10 +900,13 @@ fn move_ranges(
         }
         if !sh.reserve(r.length) {
             summary.budget_exhausted = true;
-            results.push(RangeResult::skipped(
-                r.offset,
-                r.length,
-                Skip::new(SkipKind::Budget, "--budget reached"),
+            moves.push((
+                RangeResult::skipped(
+                    r.offset,
+                    r.length,
+                    Skip::new(SkipKind::Budget, "--budget reached"),
+                ),
+                None,
             ));
             continue;
         }
@@ -931,15 +942,14 @@ fn move_ranges(
                     }
                 }
             }
-            results.push(res);
-            checks.push(check);
+            moves.push((res, check));
         }
         file_moved += range_moved;
         sh.settle(r.length, range_moved);
         sh.advance(r.length);
         sh.pace();
     }
-    (results, checks, file_moved)
+    (moves, file_moved)
 }
 
 /// Bytes of extents flagged FIEMAP_EXTENT_SHARED inside the planned ranges.
@@ -1255,25 +1265,23 @@ struct Checked {
 }
 
 /// Read every moved range back from the device (one writeback and cache drop per file)
-/// and compare with its checksum from before.
+/// and compare with its checksum from before; the ranges that failed and their bytes.
 fn verify_moved(
     sums: &verify::Sums<'_>,
     file: &File,
     path: &Path,
-    results: &mut [RangeResult],
-    checks: &[Option<Checked>],
-) -> u64 {
-    let mut failures = 0;
+    moves: &mut [(RangeResult, Option<Checked>)],
+) -> (u64, u64) {
+    let (mut failures, mut failed_bytes) = (0, 0);
     if let Err(e) = verify::write_back(file) {
-        for r in results.iter_mut().filter(|r| r.status == "moved") {
+        for (r, _) in moves.iter_mut().filter(|(r, _)| r.status == "moved") {
             r.reason = Some(format!("could not read back to verify: {e}"));
         }
-        return 0;
+        return (0, 0);
     }
     // Every checked range read back in one pass (reads of several ranges in flight).
-    let wanted: Vec<(u64, u64)> = results
+    let wanted: Vec<(u64, u64)> = moves
         .iter()
-        .zip(checks)
         .filter(|(_, c)| c.is_some())
         .map(|(r, _)| (r.offset, r.length))
         .collect();
@@ -1283,7 +1291,7 @@ fn verify_moved(
     // before the reads missed writes made between it and the read: a false VERIFY
     // FAILED with a concurrent writer, tests/defrag_fs.rs concurrent_writer_ext4).
     let now = migrate::stamp(file);
-    for (r, c) in results.iter_mut().zip(checks) {
+    for (r, c) in moves.iter_mut() {
         let Some(c) = c else { continue };
         let Some(hashed) = hashes.next() else { break };
         match hashed {
@@ -1296,6 +1304,7 @@ fn verify_moved(
                 r.status = "failed";
                 r.reason = Some("VERIFY FAILED: data read back differs from before".into());
                 failures += 1;
+                failed_bytes += r.length;
             }
             // An I/O error on moved data is what a corrupted block gives where the file
             // system checks its data (btrfs's checksums): the data is not there to read.
@@ -1306,11 +1315,12 @@ fn verify_moved(
                     "VERIFY FAILED: the data cannot be read back ({e}); the device or the file system's checksums reject it"
                 ));
                 failures += 1;
+                failed_bytes += r.length;
             }
             Err(e) => r.reason = Some(format!("could not read back to verify: {e}")),
         }
     }
-    failures
+    (failures, failed_bytes)
 }
 
 #[cfg(test)]
