@@ -18,7 +18,11 @@ and where db_bench's reading thread was while the defrag ran (its state and kern
 sampled every 0.5 ms): waiting for the file's i_rwsem (in ext4_file_read_iter itself;
 EXT4_IOC_MOVE_EXT holds it for each call), for the writeback of a page it reads
 (folio_wait_writeback), for its read on the device (other D state), or on a CPU (running
-or runnable).
+or runnable). The same sampler reads the reading thread's read syscalls
+(/proc/PID/task/TID/io syscr, one O_DIRECT read each) every 0.5 ms from 0.3 s before the
+defrag: its reads during the defrag over its rate in those 0.3 s, and the milliseconds of
+10 ms bins in which it read at under a quarter of that rate (stalled), at a resolution
+db_bench's progress lines (every 220 operations, about 50 ms) do not have.
 
 Usage (root): bench/app-interference.py FRAGKIT_A FRAGKIT_B [ROUNDS] [MODE]
               (ROUNDS default 7, MODE pick|bypass|full default pick; LAB_OUT=DIR;
@@ -26,6 +30,7 @@ Usage (root): bench/app-interference.py FRAGKIT_A FRAGKIT_B [ROUNDS] [MODE]
               command it runs under, e.g. PREFIX_B="chrt -i 0"; {mp} in it is the clone's mount point)
 Timing: flock /work/bench.lock nice -n -15 ionice -c1 bench/app-interference.py ...
 """
+import bisect
 import json
 import os
 import re
@@ -65,13 +70,17 @@ def device_stat(name):
 
 
 class Stacks:
-    """db_bench's reading thread's kernel stack, sampled until stopped."""
+    """db_bench's reading thread's kernel stack and its read syscalls so far
+    (/proc/PID/task/TID/io syscr, one O_DIRECT read each), sampled until stopped; the stack
+    kinds are counted from `count_from` (time.monotonic()) on."""
 
     KINDS = ("lock", "writeback", "device", "cpu")
 
     def __init__(self, pid):
         self.pid, self.stop, self.n = pid, False, 0
+        self.count_from = float("inf")
         self.kinds = dict.fromkeys(self.KINDS, 0)
+        self.reads = {}  # tid: [(time.monotonic(), syscr)]
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
@@ -85,10 +94,16 @@ class Stacks:
                     state = open(f"{path}/{tid}/stat").read().rsplit(")", 1)[1].split()[0]
                     frames = [line.split()[-1].split("+")[0]
                               for line in open(f"{path}/{tid}/stack").read().splitlines()[:4]]
-                except (OSError, IndexError):
+                    io = open(f"{path}/{tid}/io").read().split()
+                    syscr = int(io[io.index("syscr:") + 1])
+                except (OSError, IndexError, ValueError):
                     continue
                 # The main thread waits for the reading thread in a futex throughout.
                 if frames and frames[0].startswith("futex_"):
+                    continue
+                now = time.monotonic()
+                self.reads.setdefault(tid, []).append((now, syscr))
+                if now < self.count_from:
                     continue
                 self.n += 1
                 if frames and frames[0] == "ext4_file_read_iter":
@@ -107,6 +122,27 @@ class Stacks:
         self.stop = True
         self.thread.join()
         return {k: v / self.n if self.n else float("nan") for k, v in self.kinds.items()}
+
+    def stalls(self, a, b, bin_s=0.01, before_s=0.3):
+        """Reads in [a, b] over the rate of the `before_s` before a (the stack sampler's
+        clock, 1 ms resolution, unlike db_bench's lines every 220 operations), and the
+        milliseconds of `bin_s` bins in [a, b] in which db_bench read at under a quarter
+        of that rate."""
+        if not self.reads:
+            return float("nan"), float("nan")
+        # The reading thread: the one that read the most.
+        reads = max(self.reads.values(), key=lambda v: v[-1][1] - v[0][1])
+        ts = [t for t, _ in reads]
+
+        def at(t):
+            return reads[min(bisect.bisect_left(ts, t), len(ts) - 1)][1]
+        rate = (at(a) - at(a - before_s)) / before_s
+        if rate <= 0:
+            return float("nan"), float("nan")
+        n = max(1, round((b - a) / bin_s))
+        stalled = sum(1 for k in range(n)
+                      if at(a + (k + 1) * bin_s) - at(a + k * bin_s) < 0.25 * rate * bin_s)
+        return (at(b) - at(a)) / (b - a) / rate, 1000 * stalled * bin_s
 
 
 def run(fk, mode, base, profile, keys, ceiling, seed, prefix, extra):
@@ -148,12 +184,15 @@ def run(fk, mode, base, profile, keys, ceiling, seed, prefix, extra):
         if mode == "pick":
             cmd += ["--profile", prof]
         cmd += extra
-        r0 = device_stat(dev_name)
         stacks = Stacks(app.pid)
+        time.sleep(0.3)  # the reads' rate before the defrag, on the sampler's clock
+        r0 = device_stat(dev_name)
         ds = time.monotonic()
+        stacks.count_from = ds
         out = subprocess.run(cmd + [db], capture_output=True, text=True)
         de = time.monotonic()
         shares = stacks.done()
+        reads_ratio, stalled_ms = stacks.stalls(ds, max(de, ds + 0.1))
         subprocess.run(["sync", "-f", db], check=True)
         r1 = device_stat(dev_name)
         if out.returncode not in (0, 1):
@@ -182,7 +221,7 @@ def run(fk, mode, base, profile, keys, ceiling, seed, prefix, extra):
     if not before or during is None:
         die("db_bench's progress does not cover the defrag")
     return dict(seconds=de - ds, moved=moved, read=r1[0] - r0[0], written=r1[1] - r0[1],
-                during=during / before, shares=shares)
+                during=during / before, shares=shares, reads=reads_ratio, stalled=stalled_ms)
 
 
 def band(v):
@@ -233,7 +272,7 @@ def main():
             res[name].append(r)
             print(f"  round {k + 1} {name}: moved {r['moved'] / 2**20:.1f} MiB in {r['seconds']:.3f} s, "
                   f"device read {r['read'] / 2**20:.1f} MiB written {r['written'] / 2**20:.1f} MiB, "
-                  f"during/before {r['during']:.3f}, samples: "
+                  f"during/before {r['during']:.3f}, reads {r['reads']:.3f}, stalled {r['stalled']:.0f} ms, samples: "
                   + " ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items()),
                   flush=True)
     for name in ("A", "B"):
@@ -242,6 +281,8 @@ def main():
                         os.environ.get(f"ARGS_{name}", "")]).strip()
         print(f"{name} ({how}):")
         print(f"  db_bench during/before  {band([r['during'] for r in rs])}")
+        print(f"  its reads during/before {band([r['reads'] for r in rs])}")
+        print(f"  stalled ms (10 ms bins) {band([r['stalled'] for r in rs])}")
         for kind in Stacks.KINDS:
             print(f"  samples: {kind:<14} {band([r['shares'][kind] for r in rs])}")
         print(f"  defrag seconds          {band([r['seconds'] for r in rs])}")
@@ -249,6 +290,8 @@ def main():
               f"{median(r['read'] for r in rs) / 2**20:.1f} / {median(r['written'] for r in rs) / 2**20:.1f} MiB")
     d = [b["during"] - a["during"] for a, b in zip(res["A"], res["B"])]
     print(f"B - A during/before per round: {band(d)}")
+    d = [b["stalled"] - a["stalled"] for a, b in zip(res["A"], res["B"])]
+    print(f"B - A stalled ms per round: {band(d)}")
     if not os.environ.get("LAB_OUT"):
         # The database this run built goes with it (its images directory too).
         subprocess.run([builds["A"], "scratch", "destroy", base], stdout=subprocess.DEVNULL)
