@@ -896,7 +896,12 @@ fn move_ranges(
         // extent floor, docs/defrag.md). Its pages are order-0 and checked again before
         // they are hashed.
         if let Some(next) = plan.ranges.get(i + 1) {
-            ctx.sums.prefetch(next.offset, next.length);
+            if ctx.verify && ctx.migrator.feeds_before_checksum() {
+                // Read as it moves: only the next range's start, never all of it at once.
+                ctx.sums.prefetch_start(next.offset, next.length);
+            } else {
+                ctx.sums.prefetch(next.offset, next.length);
+            }
         }
         if !sh.reserve(r.length) {
             summary.budget_exhausted = true;
@@ -1174,7 +1179,20 @@ fn migrate_one(
     let size = file.metadata().map(|m| m.size()).unwrap_or(0);
     // mtime/ctime change with writes, not with a migration of unchanged data.
     let stamp_before = migrate::stamp(file);
-    let before = if ctx.verify {
+    // A migrator that reads as it moves takes the checksum window by window (below).
+    let fed = ctx.verify && ctx.migrator.feeds_before_checksum();
+    let before_hash = if fed {
+        match ctx.sums.before_hash(offset, length) {
+            Ok(b) => Some(b),
+            Err(e) => return fail(res, format!("reading before migration: {e}")),
+        }
+    } else {
+        None
+    };
+    let read_to = |upto: u64| before_hash.as_ref().map_or(Ok(()), |b| b.read_to(upto));
+    let before = if fed {
+        None
+    } else if ctx.verify {
         match ctx.sums.hash_before(offset, length) {
             Ok(h) => Some(h),
             Err(e) => return fail(res, format!("reading before migration: {e}")),
@@ -1196,6 +1214,7 @@ fn migrate_one(
         pieces: pieces.as_deref(),
         release: Some(release),
         commit_frees: ctx.commit_frees,
+        before_checksum: fed.then_some(&read_to as &dyn Fn(u64) -> std::io::Result<()>),
     };
     movelog::begin(ctx.path, offset, length);
     let outcome = ctx.migrator.migrate(&target, offset, length);
@@ -1227,6 +1246,15 @@ fn migrate_one(
         Ok(RangeOutcome::Skipped(why)) => return skip(res, why),
         Err(e) => return fail(res, format!("{}: {e:#}", ctx.migrator.primitive())),
     }
+    let before = match before_hash.map(verify::BeforeHash::finish) {
+        None => before,
+        Some(Ok(h)) => Some(h),
+        // Moved, but not all of it was read first: nothing to compare it with.
+        Some(Err(e)) => {
+            res.reason = Some(format!("moved without a checksum from before: {e}"));
+            None
+        }
+    };
     let checked = before.map(|hash| Checked {
         hash,
         stamp: stamp_to_verify,

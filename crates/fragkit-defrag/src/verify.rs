@@ -9,6 +9,9 @@
 //! reads that find those pages, and MOVE_EXT finds them uptodate and reads nothing.
 //! Before this, the source was read three times (an O_DIRECT checksum, the readahead,
 //! MOVE_EXT's own block reads of what the clipped readahead missed).
+//! A migrator that moves in steps (ext4) takes the checksum as it goes instead
+//! ([`BeforeHash`]): each MiB read just before the moves that cover it, so the range's
+//! reads are spread over its move rather than sent to the device in one burst.
 //! A buffered read of pages that are NOT cached goes through page_cache_sync_ra, which
 //! allocates large folios on ext4 (6.16+) and xfs, and MOVE_EXT of a range held in large
 //! folios wrote 284 MB for 67 MB moved (`bench writes -- defrag --mode full`, aged ext4,
@@ -167,6 +170,11 @@ impl<'a> Sums<'a> {
         prefetch(self.file, offset, length, self.window);
     }
 
+    /// Readahead of what [`BeforeHash::read_to`] reads first of [offset, offset+length).
+    pub(crate) fn prefetch_start(&self, offset: u64, length: u64) {
+        prefetch(self.file, offset, length.min(2 * CHUNK as u64), self.window);
+    }
+
     /// xxh3-64 of [offset, offset+length) (clipped at EOF): the file's content now, read
     /// through the page cache after readahead, so the migration that follows finds the
     /// range cached. `offset` must be block-aligned (migration ranges are).
@@ -187,10 +195,36 @@ impl<'a> Sums<'a> {
         let mut h = Xxh3::new();
         let size = self.file.metadata()?.size();
         let end = (offset + length).min(size);
+        self.hash_cached(&mut h, offset, end)?;
+        Ok(h.digest())
+    }
+
+    /// The before-checksum of [offset, offset+length) taken as the range moves: each
+    /// [`BeforeHash::read_to`] reads (with readahead, then from the page cache, as
+    /// [`Sums::hash_before`]) up to where the next move ends, a CHUNK at a time, with the
+    /// next CHUNK's readahead out meanwhile.
+    pub(crate) fn before_hash(
+        &self,
+        offset: u64,
+        length: u64,
+    ) -> std::io::Result<BeforeHash<'_, 'a>> {
+        let size = self.file.metadata()?.size();
+        Ok(BeforeHash {
+            sums: self,
+            h: RefCell::new(Xxh3::new()),
+            done: Cell::new(offset),
+            end: (offset + length).min(size),
+        })
+    }
+
+    /// Feed [pos, end) to `h`, CHUNK by CHUNK, each from the page cache when all of it is
+    /// cached (after its readahead), else with O_DIRECT; false: a short read (the file
+    /// shrank meanwhile) ended it early.
+    fn hash_cached(&self, h: &mut Xxh3, mut pos: u64, end: u64) -> std::io::Result<bool> {
         let mut buf = self.buffer();
         let buf = &mut buf.as_mut_slice()[..CHUNK];
         let mut reads = self.reads.get();
-        let mut pos = offset;
+        let mut whole = true;
         while pos < end {
             let n = (CHUNK as u64).min(end - pos);
             let pages = n.div_ceil(4096);
@@ -218,16 +252,17 @@ impl<'a> Sums<'a> {
                 h.update(&buf[..got]);
                 reads.cached += 1;
                 if got < n as usize {
+                    whole = false;
                     break;
                 }
             } else {
                 reads.direct += 1;
-                hash_sync(self.direct()?, &mut h, pos, pos + n, buf)?;
+                hash_sync(self.direct()?, h, pos, pos + n, buf)?;
             }
             pos += n;
         }
         self.reads.set(reads);
-        Ok(h.digest())
+        Ok(whole)
     }
 
     /// xxh3-64 of each range (clipped at EOF) as the device holds it, read with O_DIRECT,
@@ -254,6 +289,49 @@ impl<'a> Sums<'a> {
         self.hash_after_all(&[(offset, length)])
             .pop()
             .unwrap_or_else(|| Ok(Xxh3::new().digest()))
+    }
+}
+
+/// A range's before-checksum taken as it moves ([`Sums::before_hash`]).
+pub(crate) struct BeforeHash<'s, 'a> {
+    sums: &'s Sums<'a>,
+    h: RefCell<Xxh3>,
+    /// Read and hashed up to here.
+    done: Cell<u64>,
+    /// The range's end, clipped at the file's size when it began.
+    end: u64,
+}
+
+impl BeforeHash<'_, '_> {
+    /// Read and hash the range up to `upto` (at least; whole CHUNKs), before anything
+    /// below it moves.
+    pub(crate) fn read_to(&self, upto: u64) -> std::io::Result<()> {
+        let upto = upto.min(self.end);
+        while self.done.get() < upto {
+            let pos = self.done.get();
+            let n = (CHUNK as u64).min(self.end - pos);
+            // This chunk's readahead, and the next one's, so the device reads it while
+            // this one is hashed and moved: a chunk or two queued, never the whole range.
+            self.sums.prefetch_start(pos, self.end - pos);
+            let whole = self
+                .sums
+                .hash_cached(&mut self.h.borrow_mut(), pos, pos + n)?;
+            // A short read: the file shrank; the checksum ends there (the stamp tells).
+            self.done.set(if whole { pos + n } else { self.end });
+        }
+        Ok(())
+    }
+
+    /// The checksum, once all of the range was read before it moved.
+    pub(crate) fn finish(self) -> std::io::Result<u64> {
+        if self.done.get() < self.end {
+            return Err(std::io::Error::other(format!(
+                "read up to byte {} of the range ending at {} before it moved",
+                self.done.get(),
+                self.end
+            )));
+        }
+        Ok(self.h.into_inner().digest())
     }
 }
 
@@ -573,6 +651,34 @@ mod tests {
 
     /// The before-checksum read through the cache is the file's content, every chunk came
     /// from the cache the readahead filled, and the O_DIRECT after-checksum agrees.
+    /// Read as the range moves, in steps of any size that end anywhere: the same checksum
+    /// as read whole first; and no checksum when the moves went past what was read.
+    #[test]
+    fn before_checksum_read_as_it_moves_is_the_content() {
+        let len = 3 * CHUNK + 5000;
+        let (_d, f, data) = cold_file(len);
+        let sums = Sums::new(&f);
+        let b = sums.before_hash(4096, len as u64).unwrap();
+        for upto in [
+            4096,
+            70_000,
+            70_000,
+            1 << 20,
+            (2 << 20) + 12_288,
+            len as u64 + 4096,
+        ] {
+            b.read_to(upto).unwrap();
+        }
+        assert_eq!(
+            b.finish().unwrap(),
+            xxhash_rust::xxh3::xxh3_64(&data[4096..])
+        );
+        let short = sums.before_hash(0, len as u64).unwrap();
+        short.read_to(CHUNK as u64).unwrap();
+        let e = short.finish().unwrap_err();
+        assert!(e.to_string().contains("before it moved"), "{e}");
+    }
+
     #[test]
     fn before_checksum_from_the_cache_is_the_content() {
         let len = 3 * CHUNK + 5000;

@@ -42,6 +42,10 @@ impl Migrator for MoveExt {
         "EXT4_IOC_MOVE_EXT"
     }
 
+    fn feeds_before_checksum(&self) -> bool {
+        true
+    }
+
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome> {
         let bs = t.block_size;
         // Same logical offsets in donor and original, as MOVE_EXT wants.
@@ -78,6 +82,14 @@ impl Migrator for MoveExt {
                 let _ = fadvise(t.file, at * bs, span * bs, Advice::DontNeed);
                 let window = *self.window.get_or_init(|| read_ahead_window(t.file));
                 prefetch(t.file, at * bs, span * bs, window);
+            }
+            // The source is read (and checksummed) a window at a time just before it
+            // moves, not the whole range ahead of the first move: a 32 MiB range read
+            // ahead whole went to the device in one burst above the ceiling's rate, and
+            // db_bench's reads beside it stalled (docs/defrag.md).
+            if let Some(read_to) = t.before_checksum {
+                read_to((at + n) * bs)
+                    .map_err(|e| anyhow::anyhow!("reading before migration: {e}"))?;
             }
             let moved = match move_ext(t.file, &donor, at, at, n) {
                 Ok(n) => n,
