@@ -741,6 +741,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         request_size: opts.request_size,
         verify: opts.verify,
         plan_free_space: matches!(opts.mode, Mode::Full),
+        read_as_it_moves: opts.verify && migrator.feeds_before_checksum(),
         commit_frees: &commit_frees,
         sums: verify::Sums::new(&file),
     };
@@ -896,8 +897,8 @@ fn move_ranges(
         // extent floor, docs/defrag.md). Its pages are order-0 and checked again before
         // they are hashed.
         if let Some(next) = plan.ranges.get(i + 1) {
-            if ctx.verify && ctx.migrator.feeds_before_checksum() {
-                // Read as it moves: only the next range's start, never all of it at once.
+            if ctx.read_as_it_moves {
+                // Only the next range's start, never all of it at once.
                 ctx.sums.prefetch_start(next.offset, next.length);
             } else {
                 ctx.sums.prefetch(next.offset, next.length);
@@ -1090,6 +1091,10 @@ struct MoveCtx<'a> {
     verify: bool,
     /// Full mode: plan the pieces from GETFSMAP's free space first (ext4, xfs).
     plan_free_space: bool,
+    /// Verifying with a migrator that reads each range as it moves it: the
+    /// before-checksum is fed by the migrator, and only the next range's start is read
+    /// ahead.
+    read_as_it_moves: bool,
     /// The run's commits for space: a range without a whole donor gets one more attempt
     /// after one (where donors are used: ext4's MOVE_EXT and xfs's staging file).
     commit_frees: &'a dyn migrate::CommitFrees,
@@ -1180,7 +1185,7 @@ fn migrate_one(
     // mtime/ctime change with writes, not with a migration of unchanged data.
     let stamp_before = migrate::stamp(file);
     // A migrator that reads as it moves takes the checksum window by window (below).
-    let fed = ctx.verify && ctx.migrator.feeds_before_checksum();
+    let fed = ctx.read_as_it_moves;
     let before_hash = if fed {
         match ctx.sums.before_hash(offset, length) {
             Ok(b) => Some(b),

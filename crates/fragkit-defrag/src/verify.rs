@@ -213,6 +213,7 @@ impl<'a> Sums<'a> {
             sums: self,
             h: RefCell::new(Xxh3::new()),
             done: Cell::new(offset),
+            read_ahead: Cell::new(offset),
             end: (offset + length).min(size),
         })
     }
@@ -298,6 +299,8 @@ pub(crate) struct BeforeHash<'s, 'a> {
     h: RefCell<Xxh3>,
     /// Read and hashed up to here.
     done: Cell<u64>,
+    /// Readahead asked for up to here.
+    read_ahead: Cell<u64>,
     /// The range's end, clipped at the file's size when it began.
     end: u64,
 }
@@ -311,8 +314,14 @@ impl BeforeHash<'_, '_> {
             let pos = self.done.get();
             let n = (CHUNK as u64).min(self.end - pos);
             // This chunk's readahead, and the next one's, so the device reads it while
-            // this one is hashed and moved: a chunk or two queued, never the whole range.
-            self.sums.prefetch_start(pos, self.end - pos);
+            // this one is hashed and moved: a chunk or two queued, never the whole range;
+            // each part asked for once.
+            let from = self.read_ahead.get().max(pos);
+            let to = (pos + 2 * CHUNK as u64).min(self.end);
+            if from < to {
+                prefetch(self.sums.file, from, to - from, self.sums.window);
+                self.read_ahead.set(to);
+            }
             let whole = self
                 .sums
                 .hash_cached(&mut self.h.borrow_mut(), pos, pos + n)?;
