@@ -374,3 +374,58 @@ fn swap_file_with_a_newline_in_its_name_is_refused_as_swap() {
     assert!(why.contains("swap file"), "{r}");
     assert_eq!(r["summary"]["bytes_moved"], 0);
 }
+
+/// --max-rate holds inside one range and for reading the moves back: full mode moves a
+/// 4 MiB fragmented file as one range, so a wait only between ranges would let the whole
+/// file go at once (and the read-back after it).
+#[test]
+fn max_rate_paces_inside_a_range_and_the_read_back() {
+    let s = ext4();
+    let a = s.mountpoint().join("a.db");
+    fill_punch_fragment(&s, &a, 4 << 20, 16 << 10);
+    let log = s.mountpoint().join("moves.log");
+    let out = Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args([
+            "defrag",
+            "--mode",
+            "full",
+            "--max-rate",
+            "4",
+            "--format",
+            "json",
+        ])
+        .arg(&a)
+        .env(fragkit::defrag::movelog::ENV, &log)
+        .output()
+        .unwrap();
+    let ended = fragkit::defrag::movelog::monotonic_ns();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["summary"]["ranges_moved"], 1, "{r}");
+    let moved = r["summary"]["bytes_moved"].as_u64().unwrap();
+    let at = |kind: &str| -> u64 {
+        let text = std::fs::read_to_string(&log).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(kind))
+            .unwrap_or_else(|| panic!("no {kind} line in {text}"));
+        line.split(' ').nth(1).unwrap().parse().unwrap()
+    };
+    // 4 MB/s: each part takes moved / 4e6 s; 10% slack for the pacer's granularity.
+    let should = moved as f64 / 4e6 * 0.9;
+    let moving = (at("end") - at("begin")) as f64 / 1e9;
+    let reading = (ended - at("verify")) as f64 / 1e9;
+    assert!(
+        moving >= should,
+        "the range moved in {moving:.2} s, expected at least {should:.2} s"
+    );
+    assert!(
+        reading >= should,
+        "read back in {reading:.2} s, expected at least {should:.2} s"
+    );
+}

@@ -622,15 +622,33 @@ impl Shared<'_> {
 
     /// Sleep until the run's average rate is back under --max-rate (all workers together).
     fn pace(&self) {
+        self.pace_with(0);
+    }
+
+    /// [`Shared::pace`] counting `in_range` more bytes: those of the range in progress
+    /// moved so far, so that one large range is paced too, call by call.
+    fn pace_with(&self, in_range: u64) {
         let Some(rate) = self.opts.max_rate else {
             return;
         };
-        let moved = self.moved.load(Ordering::SeqCst);
-        let should_take = Duration::from_secs_f64(moved as f64 / rate as f64);
-        // In steps, so that an interrupt is not kept waiting behind a low rate.
+        let moved = self.moved.load(Ordering::SeqCst) + in_range;
+        self.wait_until(self.started, moved, rate);
+    }
+
+    /// Sleep until `bytes` read since `from` are under --max-rate.
+    fn pace_reads(&self, from: Instant, bytes: u64) {
+        if let Some(rate) = self.opts.max_rate {
+            self.wait_until(from, bytes, rate);
+        }
+    }
+
+    /// Sleep until `bytes` at `rate` bytes/s from `from` have had their time (in steps, so
+    /// that an interrupt is not kept waiting behind a low rate).
+    fn wait_until(&self, from: Instant, bytes: u64, rate: u64) {
+        let should_take = Duration::from_secs_f64(bytes as f64 / rate as f64);
         const STEP: Duration = Duration::from_millis(50);
         loop {
-            let took = self.started.elapsed();
+            let took = from.elapsed();
             if should_take <= took || self.interrupted() {
                 return;
             }
@@ -730,6 +748,7 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         file: &file,
     };
     let for_primitive = migrator.open_for_primitive(&file, &dir);
+    let pace_range = |in_range: u64| sh.pace_with(in_range);
     let ctx = MoveCtx {
         path,
         migrator: &*migrator,
@@ -744,6 +763,10 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         read_as_it_moves: opts.verify && migrator.feeds_before_checksum(),
         commit_frees: &commit_frees,
         sums: verify::Sums::new(&file),
+        pace: opts
+            .max_rate
+            .is_some()
+            .then_some(&pace_range as &(dyn Fn(u64) + Sync)),
     };
     // Donors are closed on a helper thread (the other CPU): closing one evicts its inode,
     // which frees the old fragments it took over (16% of a bypass run's CPU), while the
@@ -792,7 +815,14 @@ fn defrag_file(sh: &Shared<'_>, job: &FileJob<'_>) -> Outcome {
         summary.sync_ms += t.elapsed().as_millis() as u64;
     }
     if opts.verify && file_moved > 0 {
-        let (failed, failed_bytes) = verify_moved(&ctx.sums, &file, path, &mut moves);
+        // --max-rate holds for reading the moves back too.
+        let from = Instant::now();
+        let pace_reads = |read: u64| sh.pace_reads(from, read);
+        let pace_reads = opts
+            .max_rate
+            .is_some()
+            .then_some(&pace_reads as &(dyn Fn(u64) + Sync));
+        let (failed, failed_bytes) = verify_moved(&ctx.sums, &file, path, &mut moves, pace_reads);
         summary.verify_failures += failed;
         summary.ranges_failed += failed;
         summary.ranges_moved -= failed;
@@ -1100,6 +1130,9 @@ struct MoveCtx<'a> {
     commit_frees: &'a dyn migrate::CommitFrees,
     /// The file's readahead and checksums (its O_DIRECT descriptor opened once).
     sums: verify::Sums<'a>,
+    /// --max-rate inside a range: waits before a step that brings the range's bytes moved
+    /// to the given count. None: no rate.
+    pace: Option<&'a (dyn Fn(u64) + Sync)>,
 }
 
 /// Full mode's free-space plan for a range now in `now` fragments: the piece sizes, or the
@@ -1194,7 +1227,17 @@ fn migrate_one(
     } else {
         None
     };
-    let read_to = |upto: u64| before_hash.as_ref().map_or(Ok(()), |b| b.read_to(upto));
+    // Before each step of a migrator that moves in steps: the before-checksum up to the
+    // step's end, then --max-rate's wait for the step's bytes.
+    let before_step = |upto: u64| {
+        if let Some(b) = &before_hash {
+            b.read_to(upto)?;
+        }
+        if let Some(pace) = ctx.pace {
+            pace(upto.saturating_sub(offset));
+        }
+        Ok(())
+    };
     let before = if fed {
         None
     } else if ctx.verify {
@@ -1219,7 +1262,8 @@ fn migrate_one(
         pieces: pieces.as_deref(),
         release: Some(release),
         commit_frees: ctx.commit_frees,
-        before_checksum: fed.then_some(&read_to as &dyn Fn(u64) -> std::io::Result<()>),
+        before_step: (fed || ctx.pace.is_some())
+            .then_some(&before_step as &dyn Fn(u64) -> std::io::Result<()>),
     };
     movelog::begin(ctx.path, offset, length);
     let outcome = ctx.migrator.migrate(&target, offset, length);
@@ -1299,11 +1343,14 @@ struct Checked {
 
 /// Read every moved range back from the device (one writeback and cache drop per file)
 /// and compare with its checksum from before; the ranges that failed and their bytes.
+/// `pace`: called with the bytes read back so far, with the next read's, before it is
+/// sent (--max-rate).
 fn verify_moved(
     sums: &verify::Sums<'_>,
     file: &File,
     path: &Path,
     moves: &mut [(RangeResult, Option<Checked>)],
+    pace: Option<&(dyn Fn(u64) + Sync)>,
 ) -> (u64, u64) {
     let (mut failures, mut failed_bytes) = (0, 0);
     if let Err(e) = verify::write_back(file) {
@@ -1319,7 +1366,7 @@ fn verify_moved(
         .map(|(r, _)| (r.offset, r.length))
         .collect();
     movelog::verifying(path, wanted.len());
-    let mut hashes = sums.hash_after_all(&wanted).into_iter();
+    let mut hashes = sums.hash_after_all(&wanted, pace).into_iter();
     // Stamped after the reads: a write that landed in them shows here (a stamp taken
     // before the reads missed writes made between it and the read: a false VERIFY
     // FAILED with a concurrent writer, tests/defrag_fs.rs concurrent_writer_ext4).

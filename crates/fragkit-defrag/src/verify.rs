@@ -269,10 +269,15 @@ impl<'a> Sums<'a> {
     /// xxh3-64 of each range (clipped at EOF) as the device holds it, read with O_DIRECT,
     /// all of a file's ranges in one pass: one ring, reads of several ranges in flight at
     /// once. Dirty cached data is written back first by the kernel, as for any O_DIRECT
-    /// read. The ranges' clean pages are dropped after.
-    pub(crate) fn hash_after_all(&self, ranges: &[(u64, u64)]) -> Vec<std::io::Result<u64>> {
+    /// read. The ranges' clean pages are dropped after. `pace`: called before each read
+    /// with the bytes read so far and that read's (--max-rate).
+    pub(crate) fn hash_after_all(
+        &self,
+        ranges: &[(u64, u64)],
+        pace: Option<&(dyn Fn(u64) + Sync)>,
+    ) -> Vec<std::io::Result<u64>> {
         let hashes = match self.direct() {
-            Ok(d) => hash_ranges(d, ranges, &mut self.buffer()),
+            Ok(d) => hash_ranges(d, ranges, &mut self.buffer(), pace),
             Err(e) => ranges
                 .iter()
                 .map(|_| Err(std::io::Error::new(e.kind(), e.to_string())))
@@ -287,7 +292,7 @@ impl<'a> Sums<'a> {
     /// hash_after_all of one range.
     #[cfg(test)]
     pub(crate) fn hash_after(&self, offset: u64, length: u64) -> std::io::Result<u64> {
-        self.hash_after_all(&[(offset, length)])
+        self.hash_after_all(&[(offset, length)], None)
             .pop()
             .unwrap_or_else(|| Ok(Xxh3::new().digest()))
     }
@@ -383,7 +388,7 @@ const SLOTS: usize = CHUNK * IN_FLIGHT / PIECE;
 /// xxh3-64 of [offset, offset+length) read through `f` (opened O_DIRECT).
 #[cfg(test)]
 fn hash_with(f: &File, offset: u64, length: u64, buf: &mut AlignedBuf) -> std::io::Result<u64> {
-    hash_ranges(f, &[(offset, length)], buf)
+    hash_ranges(f, &[(offset, length)], buf, None)
         .pop()
         .unwrap_or_else(|| Ok(Xxh3::new().digest()))
 }
@@ -391,7 +396,12 @@ fn hash_with(f: &File, offset: u64, length: u64, buf: &mut AlignedBuf) -> std::i
 /// xxh3-64 of each range, read through `f` (opened O_DIRECT): the ranges' reads in
 /// order, SLOTS at once through io_uring (the bench's engine), hashed in order; one read
 /// at a time where io_uring is not available or fails.
-fn hash_ranges(f: &File, ranges: &[(u64, u64)], buf: &mut AlignedBuf) -> Vec<std::io::Result<u64>> {
+fn hash_ranges(
+    f: &File,
+    ranges: &[(u64, u64)],
+    buf: &mut AlignedBuf,
+    pace: Option<&(dyn Fn(u64) + Sync)>,
+) -> Vec<std::io::Result<u64>> {
     let mut out: Vec<Option<std::io::Result<u64>>> = ranges.iter().map(|_| None).collect();
     // The ring lives and dies on a thread of its own: io_uring's completion and teardown
     // work flags its task with TIF_NOTIFY_SIGNAL, which signal_pending() reports, and
@@ -403,7 +413,7 @@ fn hash_ranges(f: &File, ranges: &[(u64, u64)], buf: &mut AlignedBuf) -> Vec<std
     std::thread::scope(|s| {
         s.spawn(|| {
             if let Ok(mut ring) = engine::open(EngineKind::Uring, f.as_raw_fd(), SLOTS as u32) {
-                hash_in_flight(&mut *ring, f, buf, ranges, &mut out);
+                hash_in_flight(&mut *ring, f, buf, ranges, &mut out, pace);
             }
         })
         .join()
@@ -447,6 +457,7 @@ fn hash_in_flight(
     buf: &mut AlignedBuf,
     ranges: &[(u64, u64)],
     out: &mut [Option<std::io::Result<u64>>],
+    pace: Option<&(dyn Fn(u64) + Sync)>,
 ) {
     assert!(buf.len() >= PIECE * SLOTS);
     let pieces: Vec<Piece> = ranges
@@ -477,6 +488,7 @@ fn hash_in_flight(
     // Piece i reads into slot i % SLOTS.
     let mut ready: Vec<Option<std::io::Result<usize>>> = (0..SLOTS).map(|_| None).collect();
     let mut issued = 0usize;
+    let mut issued_bytes = 0u64;
     let mut hashed = 0usize;
     let mut outstanding = 0usize;
     let mut broken = false;
@@ -493,6 +505,10 @@ fn hash_in_flight(
                 ready[issued % SLOTS] = Some(Ok(0));
                 issued += 1;
                 continue;
+            }
+            issued_bytes += p.len as u64;
+            if let Some(pace) = pace {
+                pace(issued_bytes);
             }
             let req = Request {
                 slot: issued % SLOTS,
@@ -634,7 +650,7 @@ mod tests {
             each.push(h.digest());
         }
         // All at once, reads of several ranges in flight: the same hashes, in order.
-        let all: Vec<u64> = hash_ranges(&f, &ranges, &mut buf)
+        let all: Vec<u64> = hash_ranges(&f, &ranges, &mut buf, None)
             .into_iter()
             .map(|r| r.unwrap())
             .collect();

@@ -86,9 +86,10 @@ impl Migrator for MoveExt {
             // The source is read (and checksummed) a window at a time just before it
             // moves, not the whole range ahead of the first move: a 32 MiB range read
             // ahead whole went to the device in one burst above the ceiling's rate, and
-            // db_bench's reads beside it stalled (docs/defrag.md).
-            if let Some(read_to) = t.before_checksum {
-                read_to((at + n) * bs)
+            // db_bench's reads beside it stalled (docs/defrag.md). --max-rate waits here
+            // too, so a large range is paced call by call.
+            if let Some(before_step) = t.before_step {
+                before_step((at + n) * bs)
                     .map_err(|e| anyhow::anyhow!("reading before migration: {e}"))?;
             }
             let moved = match move_ext(t.file, &donor, at, at, n) {

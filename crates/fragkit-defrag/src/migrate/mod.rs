@@ -49,11 +49,11 @@ pub struct Target<'a> {
     /// commits); [`donor_for`] asks when no attempt came back whole (never for a planned
     /// layout, which gets one attempt).
     pub commit_frees: &'a dyn CommitFrees,
-    /// The range's before-checksum, taken as the move goes by a migrator that
-    /// [`Migrator::feeds_before_checksum`]: called with a file offset before any byte below
-    /// it is moved, it reads and checksums the range up to there (in whole windows).
-    /// None: taken before the move, or not verifying.
-    pub before_checksum: Option<&'a dyn Fn(u64) -> std::io::Result<()>>,
+    /// Called by a migrator that moves in steps ([`Migrator::feeds_before_checksum`]) with
+    /// a file offset before any byte below it is moved: the range's before-checksum is read
+    /// up to there (in whole windows), and --max-rate waits for the step. None: neither
+    /// (the checksum taken before the move, or not verifying; no rate).
+    pub before_step: Option<&'a dyn Fn(u64) -> std::io::Result<()>>,
 }
 
 /// A commit that may give freed blocks back to the allocator, asked for when a range found
@@ -190,7 +190,7 @@ pub(crate) trait Migrator: Sync {
         None
     }
     fn migrate(&self, t: &Target<'_>, offset: u64, length: u64) -> Result<RangeOutcome>;
-    /// Whether `migrate` calls [`Target::before_checksum`] before each of its moves.
+    /// Whether `migrate` calls [`Target::before_step`] before each of its moves.
     fn feeds_before_checksum(&self) -> bool {
         false
     }
