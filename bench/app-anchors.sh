@@ -42,6 +42,18 @@ for c in r["contenders"]:
     print(f"  {c['name']:<9} during/before "
           + (f"{i['median']:.3f} [{i['low']:.3f}-{i['high']:.3f}, {100*i['confidence']:.0f}%]" if i else "-")
           + (f"  wrote {d['median']/2**20:.1f} MiB" if d else ""))
+# A slowdown is only measured where the contender's interval misses the control's (the
+# control's own rate moves that much with nothing running); the lab's MIN_CONFIDENCE 0.9.
+ctl = next((c.get("during_ratio") for c in r["contenders"] if c["name"] == "none"), None)
+if ctl:
+    for c in r["contenders"]:
+        i = c.get("during_ratio")
+        if c["name"] == "none" or not i:
+            continue
+        apart = (min(i["confidence"], ctl["confidence"]) >= 0.9
+                 and (i["high"] < ctl["low"] or i["low"] > ctl["high"]))
+        print(f"  {c['name']:<9} " + ("told apart from the control" if apart else
+              "not told apart from the control: its slowdown is inside the control's own spread"))
 # Proof of the same work: every contender's fixed read run after its defrag asked the
 # application for the same reads; the device's read requests and bytes per round.
 print("fixed read run after, device reads per round (requests / MiB):")

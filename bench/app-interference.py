@@ -27,7 +27,8 @@ db_bench's progress lines (every 220 operations, about 50 ms) do not have.
 Usage (root): bench/app-interference.py FRAGKIT_A FRAGKIT_B [ROUNDS] [MODE]
               (ROUNDS default 7, MODE pick|bypass|full default pick; LAB_OUT=DIR;
               ARGS_A / ARGS_B: more defrag options for that build, PREFIX_A / PREFIX_B: a
-              command it runs under, e.g. PREFIX_B="chrt -i 0"; {mp} in it is the clone's mount point)
+              command it runs under, e.g. PREFIX_B="chrt -i 0"; {mp} in it is the clone's mount point;
+              APP_PREFIX: the same for db_bench, in every run, e.g. APP_PREFIX="taskset -c 1")
 Timing: flock /work/bench.lock nice -n -15 ionice -c1 bench/app-interference.py ...
 """
 import bisect
@@ -161,7 +162,7 @@ def run(fk, mode, base, profile, keys, ceiling, seed, prefix, extra):
     try:
         subprocess.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], check=True)
         app = subprocess.Popen(
-            ["db_bench", f"--db={db}", f"--wal_dir={db}", "--use_existing_db=1",
+            os.environ.get("APP_PREFIX", "").split() + ["db_bench", f"--db={db}", f"--wal_dir={db}", "--use_existing_db=1",
              "--benchmarks=readrandom", "--use_direct_reads=1", "--disable_auto_compactions=1",
              f"--num={keys}", f"--seed={seed}", "--duration=3600", "--stats_interval=220"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -228,6 +228,9 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
     for c in cells {
         line(w, c)?;
     }
+    if let Some(l) = against_control(r) {
+        writeln!(w, "{l}")?;
+    }
     for c in &r.contenders {
         if let Some(d) = c
             .rounds
@@ -261,6 +264,35 @@ pub fn write_summary(w: &mut dyn Write, r: &AppReport, out: &Path) -> io::Result
         writeln!(w, "note: {n}")?;
     }
     writeln!(w, "report: {}", out.join("report.html").display())
+}
+
+/// Which defragmenters' during ÷ before the rounds tell apart from the control's (its
+/// own rate moves that much with nothing running), and which they do not.
+fn against_control(r: &AppReport) -> Option<String> {
+    let control = r.contenders.iter().find(|c| c.name == "none")?;
+    let ci = control.during_ratio.as_ref()?;
+    let (mut apart, mut not) = (Vec::new(), Vec::new());
+    for c in r.contenders.iter().filter(|c| c.name != "none") {
+        match &c.during_ratio {
+            Some(i) if i.apart_from(ci) => apart.push(c.name.as_str()),
+            _ => not.push(c.name.as_str()),
+        }
+    }
+    let list = |v: &[&str]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    Some(format!(
+        "application during ÷ before against the control's {:.3} [{:.3}–{:.3}]: told apart: {}; not told apart from no defrag: {}",
+        ci.median,
+        ci.low,
+        ci.high,
+        list(&apart),
+        list(&not)
+    ))
 }
 
 /// `advise --apply` predicted against achieved, in one line.

@@ -504,6 +504,14 @@ pub enum RealTime {
 }
 
 impl RatioInterval {
+    /// Whether this median is told apart from `other`'s: both intervals cover enough and
+    /// they do not overlap (the application's rate during a defrag against the control's).
+    pub fn apart_from(&self, other: &RatioInterval) -> bool {
+        self.confidence >= MIN_CONFIDENCE
+            && other.confidence >= MIN_CONFIDENCE
+            && (self.high < other.low || self.low > other.high)
+    }
+
     pub fn verdict(&self) -> RealTime {
         if self.confidence < MIN_CONFIDENCE {
             RealTime::NoDifference
@@ -1071,6 +1079,20 @@ extents before:128 after:1 DONE ino=132\r\n";
         assert_eq!(rows[2].fragments, vec![0, 0]);
         assert_eq!(rows[2].size, 0);
         assert!(layout_figures("scan", &scan([1, 1])).is_err());
+    }
+
+    #[test]
+    fn apart_only_when_the_intervals_do_not_overlap() {
+        let control = sign_test_interval(&[0.72, 1.09, 1.18, 1.08, 1.0, 1.02, 1.34]).unwrap();
+        let e4 = sign_test_interval(&[0.31, 0.27, 0.32, 0.29, 0.22, 0.25, 0.34]).unwrap();
+        let pick = sign_test_interval(&[0.66, 0.98, 0.82, 1.32, 0.68, 0.77, 0.86]).unwrap();
+        assert!(e4.apart_from(&control) && control.apart_from(&e4));
+        assert!(!pick.apart_from(&control));
+        let few = sign_test_interval(&[0.3, 0.2]).unwrap();
+        assert!(
+            !few.apart_from(&control),
+            "too few rounds tell nothing apart"
+        );
     }
 
     #[test]
