@@ -20,6 +20,9 @@
 # and the control's rate over windows as long as each mover's defrag (its noise there).
 # Usage (root): bench/app-anchors.sh [APP] [ROUNDS] [FS] [SIZE] [IO_LIMIT]
 #               (default: rocksdb 7 ext4 2G sata-ssd)
+#   DATABASE_FROM=DIR: start from the database and trace a kept `fragkit lab --app rocksdb
+#   --keep --out DIR` run made (db_bench lays out every fill differently, so how much pick
+#   has to move varies from build to build; runs from one kept database compare)
 set -euo pipefail
 set -E
 trap 'echo "${BASH_SOURCE[0]##*/}: line $LINENO: \`$BASH_COMMAND\` failed with status $?" >&2' ERR
@@ -29,8 +32,10 @@ app=${1:-rocksdb}; rounds=${2:-7}; fs=${3:-ext4}; size=${4:-2G}; limit=${5:-sata
 [[ $app != rocksdb ]] || command -v db_bench >/dev/null || { echo "bench/app-anchors.sh: needs db_bench (apt-get install rocksdb-tools)" >&2; exit 2; }
 cargo build --release --locked -q
 out=$(mktemp -d /tmp/app-anchors.XXXXXX)
+from=()
+[[ -z ${DATABASE_FROM:-} ]] || from=(--database-from "$DATABASE_FROM")
 target/release/fragkit lab --app "$app" --fs "$fs" --size "$size" --rounds "$rounds" \
-  --io-limit "$limit" --out "$out/lab" --format json > "$out/report.json"
+  --io-limit "$limit" "${from[@]}" --out "$out/lab" --format json > "$out/report.json"
 python3 - "$out/report.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

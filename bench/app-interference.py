@@ -43,9 +43,8 @@ import threading
 import time
 from statistics import median
 
-from progress import rate  # bench/progress.py
+from progress import rate, throttle  # bench/progress.py
 
-BLKIO = "/sys/fs/cgroup/blkio"
 LINE = re.compile(r"\((\d+),(\d+)\) ops and .* in \(([\d.]+),([\d.]+)\) seconds")
 BEFORE, WARM, AFTER = 3.0, 1.0, 3.2
 
@@ -53,16 +52,6 @@ BEFORE, WARM, AFTER = 3.0, 1.0, 3.2
 def die(msg):
     print(f"bench/app-interference.py: {msg}", file=sys.stderr)
     sys.exit(2)
-
-
-def throttle(dev, ceiling, on):
-    """The lab's ceiling (its report's io_limit) on `dev`, or off; none when it had none."""
-    if not ceiling:
-        return
-    for name, key in (("read_bps", "read_bytes_per_s"), ("write_bps", "write_bytes_per_s"),
-                      ("read_iops", "read_iops"), ("write_iops", "write_iops")):
-        with open(f"{BLKIO}/blkio.throttle.{name}_device", "w") as f:
-            f.write(f"{dev} {(ceiling.get(key) or 0) if on else 0}\n")
 
 
 def device_stat(name):

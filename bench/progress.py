@@ -1,6 +1,20 @@
 """An application's progress lines as (seconds, operations done) points, sorted by time:
 the operations done at an instant and the rate over a window, interpolated between lines
-as the lab does (crates/fragkit-lab/src/lab/app.rs, `rate`)."""
+as the lab does (crates/fragkit-lab/src/lab/app.rs, `rate`); and the lab's device ceiling
+on a clone's loop device."""
+
+BLKIO = "/sys/fs/cgroup/blkio"
+
+
+def throttle(dev, ceiling, on):
+    """The lab's ceiling (its report's io_limit) on `dev` (MAJOR:MINOR), or off; none when
+    it had none (cgroup v1 blkio throttle in the root group, as the lab sets it)."""
+    if not ceiling:
+        return
+    for name, key in (("read_bps", "read_bytes_per_s"), ("write_bps", "write_bytes_per_s"),
+                      ("read_iops", "read_iops"), ("write_iops", "write_iops")):
+        with open(f"{BLKIO}/blkio.throttle.{name}_device", "w") as f:
+            f.write(f"{dev} {(ceiling.get(key) or 0) if on else 0}\n")
 
 
 def ops_at(points, t):

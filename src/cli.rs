@@ -1516,6 +1516,17 @@ pub struct LabArgs {
     /// READ_BPS,WRITE_BPS[,READ_IOPS,WRITE_IOPS]
     #[arg(long, default_value = "sata-ssd", requires = "app")]
     pub io_limit: String,
+    /// With --app: leave the application and the defragmenters where the scheduler puts
+    /// them (by default, with two or more CPUs, the application runs on the last CPU and
+    /// each defragmenter on the others, through taskset)
+    #[arg(long, requires = "app")]
+    pub no_pin: bool,
+    /// With --app rocksdb: start from the database a lab run kept (`--keep`) in this --out
+    /// directory: its base is cloned instead of aged and filled again, so that runs compare
+    /// on one layout (db_bench's background flushes and compactions lay out every fill
+    /// differently)
+    #[arg(long, value_name = "DIR", requires = "app")]
+    pub database_from: Option<PathBuf>,
     /// Directory for report.html, report.json, maps/, data/, logs/, reproduce.sh
     #[arg(long, default_value = "fragkit-lab")]
     pub out: PathBuf,

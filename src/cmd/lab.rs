@@ -48,6 +48,8 @@ pub fn run(a: LabArgs) -> Result<i32> {
             app,
             rounds: a.rounds,
             io_limit,
+            pin: !a.no_pin,
+            database_from: a.database_from,
         };
         let mut report = lab::app::run(&spec)?;
         let out = spec.lab.out.canonicalize().unwrap_or(spec.lab.out.clone());

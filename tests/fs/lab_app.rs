@@ -213,6 +213,31 @@ fn lab_app_rocksdb_defragments_while_the_application_reads() {
     let pick = vs.iter().find(|v| v["contender"] == "pick").unwrap();
     let expect = written("pick") / written("e4defrag");
     assert!((f(pick, "/bytes_written/median") - expect).abs() < 1e-9);
+    // With two CPUs or more, every defragmenter ran on CPUs other than the application's,
+    // and its command says so; with one, nothing was pinned.
+    let cpus = fragkit::sys::affinity::allowed_cpus().unwrap();
+    let pinned = cpus.len() >= 2;
+    assert_eq!(!report["cpus"].is_null(), pinned, "{}", report["cpus"]);
+    if pinned {
+        let app = report["cpus"]["application"].as_u64().unwrap() as usize;
+        assert_eq!(app, *cpus.last().unwrap());
+        let others: Vec<String> = cpus[..cpus.len() - 1]
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        let prefix = format!("taskset -c {} ", others.join(","));
+        for step in ["defrag --mode pick", "defrag --mode full", "e4defrag"] {
+            let command = report["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["name"] == step)
+                .unwrap_or_else(|| panic!("no step {step}"))["command"]
+                .as_str()
+                .unwrap();
+            assert!(command.contains(&prefix), "{step}: {command}");
+        }
+    }
     // advise spoke for both models, and the ceiling was the data sheet's.
     assert_eq!(report["advice"].as_array().unwrap().len(), 2);
     assert_eq!(report["io_limit"]["read_bytes_per_s"], 550_000_000);
@@ -226,4 +251,82 @@ fn lab_app_rocksdb_defragments_while_the_application_reads() {
     )
     .into_owned();
     assert!(text.contains("--io-limit fast: expected"), "{text}");
+}
+
+/// `--database-from` starts from a kept run's database and trace: no fill, no trace of its
+/// own, and pick plans exactly what it planned in the kept run (the same layout, the same
+/// profile); it says clearly what it will not take.
+#[test]
+fn lab_app_rocksdb_from_a_kept_database() {
+    common::require_root();
+    let out = tempfile::tempdir().unwrap();
+    let tmpdir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let (kept, again) = (out.path().join("kept"), out.path().join("again"));
+    let lab = |extra: &[&str], dir: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fragkit"))
+            .args(["lab", "--app", "rocksdb", "--size", "512M", "--rounds", "1"])
+            .args(extra)
+            .args(["--out", dir.to_str().unwrap(), "--format", "json"])
+            .env("TMPDIR", tmpdir.path())
+            .output()
+            .unwrap()
+    };
+    let o = lab(&["--keep"], &kept);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let first: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let from = kept.to_str().unwrap();
+    let o = lab(&["--database-from", from], &again);
+    let second: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    // What it will not take, each in one line, before anything is made.
+    let elsewhere = out.path().join("x");
+    let refused = |extra: &[&str], dir: &str| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_fragkit"))
+            .args(["lab", "--app"])
+            .args(extra)
+            .args(["--out", dir])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let x = elsewhere.to_str().unwrap();
+    let sqlite = refused(&["sqlite", "--database-from", from], x);
+    let size = refused(&["rocksdb", "--size", "1G", "--database-from", from], x);
+    let same = refused(&["rocksdb", "--database-from", from], from);
+    let none = refused(&["rocksdb", "--database-from", "/nonexistent"], x);
+    // The kept base goes before anything can fail.
+    let base = first["variables"]["BASE"].as_str().unwrap().to_string();
+    let destroyed = std::process::Command::new(env!("CARGO_BIN_EXE_fragkit"))
+        .args(["scratch", "destroy", &base])
+        .output()
+        .unwrap();
+    assert!(destroyed.status.success());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(second["database_from"], from);
+    let steps: Vec<&str> = second["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !steps.iter().any(|s| s.contains("fill") || *s == "age paf"),
+        "{steps:?}"
+    );
+    assert!(
+        steps.contains(&"trace application (the kept run's)"),
+        "{steps:?}"
+    );
+    let planned = |r: &Value| contender(r, "pick")["rounds"][0]["defrag"]["bytes_planned"].clone();
+    assert!(planned(&first).is_u64(), "{}", planned(&first));
+    assert_eq!(planned(&second), planned(&first));
+    assert!(sqlite.contains("only with --app rocksdb"), "{sqlite}");
+    assert!(size.contains("that run's size is"), "{size}");
+    assert!(same.contains("the same directory as --out"), "{same}");
+    assert!(none.contains("--database-from /nonexistent"), "{none}");
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mountinfo.contains(tmpdir.path().to_str().unwrap()),
+        "a scratch file system is still mounted"
+    );
 }

@@ -1,5 +1,22 @@
 //! sched_getaffinity(2)/sched_setaffinity(2) and sched_getcpu(3): pin the calling thread
-//! to the CPU it runs on.
+//! to the CPU it runs on; the CPUs the calling thread may run on.
+
+/// The CPUs the calling thread may run on, in order; None where the mask cannot be read.
+pub fn allowed_cpus() -> Option<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data, for which all-zero bytes are valid.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: fills `set`, a live cpu_set_t of `size` bytes, for this thread (0).
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } < 0 {
+        return None;
+    }
+    // SAFETY: CPU_ISSET reads one bit of `set`; every index is below CPU_SETSIZE.
+    Some(
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect(),
+    )
+}
 
 /// The calling thread pinned to one CPU; its old affinity comes back on drop.
 pub struct CpuPin(Option<libc::cpu_set_t>);

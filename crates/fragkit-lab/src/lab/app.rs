@@ -399,6 +399,99 @@ pub struct AppSpec {
     pub app: App,
     pub rounds: u32,
     pub io_limit: Option<IoLimit>,
+    /// With two or more CPUs: the application on the last, the defragmenters on the others
+    /// ([`CpuSplit`]).
+    pub pin: bool,
+    /// Clone the base a kept `lab --app rocksdb` run left (its --out directory) instead of
+    /// building the database again.
+    pub database_from: Option<PathBuf>,
+}
+
+/// The base of a kept `lab --app` run in `dir` (its --out): the mounted base, checked
+/// against what this run asks for (application, file system, size, PaF, seed).
+fn kept_base(dir: &Path, app: App, lab: &LabSpec) -> Result<PathBuf> {
+    let what = || format!("--database-from {}", dir.display());
+    let text = fs::read_to_string(dir.join("report.json")).with_context(|| {
+        format!(
+            "{}: expected the --out directory of `fragkit lab --app {} --keep`",
+            what(),
+            app.name()
+        )
+    })?;
+    let kept: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: report.json is not a lab --app report", what()))?;
+    let field = |k: &str| kept.get(k).cloned().unwrap_or(serde_json::Value::Null);
+    for (key, want) in [
+        ("app", serde_json::json!(app.name())),
+        ("fs", serde_json::json!(lab.fs.name())),
+        ("size", serde_json::json!(lab.size)),
+        ("paf", serde_json::json!(lab.paf)),
+        ("seed", serde_json::json!(lab.seed)),
+    ] {
+        if field(key) != want {
+            bail!(
+                "{}: that run's {key} is {}, this one asks for {want}",
+                what(),
+                field(key)
+            );
+        }
+    }
+    let base = kept
+        .pointer("/variables/BASE")
+        .and_then(|b| b.as_str())
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow!("{}: its report names no base", what()))?;
+    if !fragkit_sys::mountinfo::is_mount_point(&base) {
+        bail!(
+            "{}: its base {} is not mounted (expected a run made with --keep, not torn down since)",
+            what(),
+            base.display()
+        );
+    }
+    Ok(base)
+}
+
+/// Which CPUs the application and the defragmenters ran on (taskset -c). On a machine of
+/// two CPUs left to the scheduler, db_bench alone switched between two rates (about 3,800
+/// and 5,800 operations/s) at random moments, and a defragmenter on the application's CPU
+/// competes with it for that CPU, which is not how a drive interferes (docs/lab.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuSplit {
+    pub application: usize,
+    pub defragmenters: Vec<usize>,
+}
+
+impl CpuSplit {
+    /// The split of the CPUs this process may run on; None with fewer than two, or
+    /// without taskset.
+    fn of_this_machine() -> Option<CpuSplit> {
+        let mut cpus = fragkit_sys::affinity::allowed_cpus()?;
+        if cpus.len() < 2 || !super::tool_available("taskset") {
+            return None;
+        }
+        let application = cpus.pop()?;
+        Some(CpuSplit {
+            application,
+            defragmenters: cpus,
+        })
+    }
+
+    /// taskset's CPU list for the defragmenters.
+    fn defragmenter_list(&self) -> String {
+        let cpus: Vec<String> = self.defragmenters.iter().map(|c| c.to_string()).collect();
+        cpus.join(",")
+    }
+
+    /// `program args` as run on the application's CPU.
+    fn application_command(&self, program: &str, args: &[String]) -> (String, Vec<String>) {
+        let mut a = vec![
+            "-c".to_string(),
+            self.application.to_string(),
+            program.to_string(),
+        ];
+        a.extend(args.iter().cloned());
+        ("taskset".to_string(), a)
+    }
 }
 
 /// One contender in one round.
@@ -527,6 +620,11 @@ pub struct AppReport {
     pub io_limit: Option<IoLimit>,
     /// How the ceiling was applied.
     pub io_limit_how: String,
+    /// Where the application and the defragmenters ran; None: where the scheduler put them.
+    pub cpus: Option<CpuSplit>,
+    /// The kept run whose database was cloned instead of built (--database-from).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_from: Option<PathBuf>,
     pub machine: Machine,
     /// The database as the application left it, before any defrag.
     pub database: LayoutFigures,
@@ -715,7 +813,13 @@ fn contender_names(tool: Option<&str>) -> Vec<String> {
 
 /// The traced profile with `from` (the traced mount) replaced by `to` in every path and the
 /// device numbers dropped, so defrag and advise find the clone's files by path.
-fn retarget_profile(profile: &Path, from: &Path, to: &Path, out: &Path) -> Result<()> {
+fn retarget_profile(
+    profile: &Path,
+    from: &Path,
+    to: &Path,
+    dev: Option<&str>,
+    out: &Path,
+) -> Result<()> {
     let text = fs::read_to_string(profile)
         .with_context(|| format!("{}: cannot read", profile.display()))?;
     let mut v: serde_json::Value = serde_json::from_str(&text)
@@ -736,7 +840,10 @@ fn retarget_profile(profile: &Path, from: &Path, to: &Path, out: &Path) -> Resul
                     serde_json::Value::String(moved.to_string_lossy().into_owned()),
                 );
             }
-            obj.remove("dev");
+            match dev {
+                Some(d) => obj.insert("dev".into(), serde_json::Value::String(d.into())),
+                None => obj.remove("dev"),
+            };
         }
     }
     fs::write(out, serde_json::to_string(&v)? + "\n")
@@ -875,6 +982,22 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         None => "none: the RAM-backed loop device as it is; the application and the defragmenter compete for CPU, not for a device's bandwidth".to_string(),
     };
     let lab = &spec.lab;
+    let kept = match &spec.database_from {
+        Some(dir) => {
+            if app.flash_replay() {
+                bail!("--database-from: only with --app rocksdb (SQLite's loss is measured from the build's own recording)");
+            }
+            let same = std::path::absolute(dir).ok() == std::path::absolute(&lab.out).ok();
+            if same {
+                bail!(
+                    "--database-from {}: the same directory as --out; give this run another --out",
+                    dir.display()
+                );
+            }
+            Some(kept_base(dir, app, lab)?)
+        }
+        None => None,
+    };
     super::prepare_out(&lab.out)?;
     let out = lab.out.canonicalize()?;
     let t0 = Instant::now();
@@ -897,16 +1020,40 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         images: images_made.then(|| images.clone()),
         dirs: vec![images.join("base")],
     };
+    let cpus = if spec.pin {
+        CpuSplit::of_this_machine()
+    } else {
+        None
+    };
+    match &cpus {
+        Some(c) => notes.push(format!(
+            "While it was measured, the application ran on CPU {} and each defragmenter on CPU {} (taskset -c), so that they meet at the device and the file, not on one CPU; the kernel's threads (the loop device's worker, writeback, the journal) ran where the scheduler put them.",
+            c.application,
+            c.defragmenter_list()
+        )),
+        None if spec.pin => notes.push("Fewer than two CPUs (or no taskset): the application and the defragmenters shared the CPUs.".into()),
+        None => {}
+    }
     if in_ram && spec.io_limit.is_none() {
         notes.push("The scratch images are in RAM and no --io-limit was set: the defragmenter slows the application only through CPU and kernel locks, not through a device's bandwidth.".into());
     }
 
-    // 1. Scratch, aged with PaF, then the application's database.
-    let base_info = steps::create_base(&mut r, lab, &images, &app.scratch_args())?;
+    // 1. Scratch, aged with PaF, then the application's database (or a clone of one a
+    // kept run built).
+    let base_info = match &kept {
+        Some(kept) => {
+            notes.push(format!(
+                "The database was not built here: the base is a block-for-block clone of the one kept by the run in {} (--database-from).",
+                spec.database_from.as_deref().unwrap_or(Path::new("?")).display()
+            ));
+            steps::clone_scratch(&mut r, kept, &images, "BASE")?
+        }
+        None => steps::create_base(&mut r, lab, &images, &app.scratch_args())?,
+    };
     let base = base_info.mountpoint.clone();
     scratches.mounts.push(base.clone());
     r.define("BASE", &base);
-    if lab.paf != figures::NO_PAF {
+    if lab.paf != figures::NO_PAF && kept.is_none() {
         steps::age_paf(&mut r, lab, &base)?;
     }
     let keys = app.keys(lab.size);
@@ -929,7 +1076,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         let limits = flash::as_modeled_drive(&dev)?;
         build = Some(recorded_build(&mut r, &database_build, &dev)?);
         drop(limits);
-    } else {
+    } else if kept.is_none() {
         fill(&mut r, &database_build)?;
     }
     let text = r.fragkit(
@@ -960,7 +1107,43 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         program.clone(),
     ];
     targs.extend(app.read_args(&db, keys, lab.seed + 1, Some(reads), None, None));
-    let traced = r.fragkit("trace application", &targs, Some("trace-app.out"))?;
+    // A kept run's database comes with its trace: the clone is the base as that run's
+    // rounds found it (the trace's own db_bench run changed it: RocksDB flushes its log
+    // when it opens the database), and its profile is the one they were moved by.
+    let traced = match (&kept, &spec.database_from) {
+        (Some(kept), Some(dir)) => {
+            let t = Instant::now();
+            // A block-for-block clone: the same inodes on the clone's device.
+            let st_dev = std::os::unix::fs::MetadataExt::dev(&fs::metadata(&base)?);
+            let dev = format!(
+                "{}:{}",
+                nix::sys::stat::major(st_dev),
+                nix::sys::stat::minor(st_dev)
+            );
+            retarget_profile(
+                &dir.join("data/profile.json"),
+                kept,
+                &base,
+                Some(&dev),
+                &profile,
+            )?;
+            let traced = fs::read_to_string(dir.join("data/trace-app.out")).with_context(|| {
+                format!("--database-from {}: its data/trace-app.out", dir.display())
+            })?;
+            fs::write(out.join("data/trace-app.out"), &traced)?;
+            r.record(
+                "trace application (the kept run's)",
+                format!(
+                    "# the profile and trace output of {}, its paths moved to the clone",
+                    dir.display()
+                ),
+                t.elapsed().as_secs_f64(),
+                Some("trace-app.out"),
+            );
+            traced
+        }
+        _ => r.fragkit("trace application", &targs, Some("trace-app.out"))?,
+    };
     let trace = TraceSummary::of(&fragkit_trace::profile::Profile::load(&profile)?);
     if trace.files == 0 {
         bail!("the trace saw no reads of the database's files");
@@ -1005,6 +1188,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         reads,
         stats_every,
         tool: tool.as_ref(),
+        cpus: cpus.as_ref(),
     };
     let mut results: BTreeMap<String, (Option<String>, Vec<AppRound>)> = BTreeMap::new();
     for k in 0..spec.rounds {
@@ -1067,6 +1251,8 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
         rounds: spec.rounds,
         io_limit: spec.io_limit.clone(),
         io_limit_how,
+        cpus,
+        database_from: spec.database_from.clone(),
         machine: super::machine(&base_info.dir),
         database,
         trace,
@@ -1290,6 +1476,7 @@ struct RoundSetup<'a> {
     reads: u64,
     stats_every: u64,
     tool: Option<&'a (&'static str, Vec<String>)>,
+    cpus: Option<&'a CpuSplit>,
 }
 
 impl RoundSetup<'_> {
@@ -1306,7 +1493,7 @@ impl RoundSetup<'_> {
         let mp = info.mountpoint;
         scratches.mounts.push(mp.clone());
         let profile = r.out().join(format!("data/profile-{tag}.json"));
-        retarget_profile(self.profile, self.base, &mp, &profile)?;
+        retarget_profile(self.profile, self.base, &mp, None, &profile)?;
         Ok((mp, profile))
     }
 }
@@ -1372,9 +1559,13 @@ fn run_round(
         Some(s.stats_every),
     );
     let program = app.program(r.exe());
+    let (run_program, run_args) = match s.cpus {
+        Some(c) => c.application_command(&program, &run_args),
+        None => (program.clone(), run_args),
+    };
     let mut running = Running::start(
         app,
-        &program,
+        &run_program,
         &run_args,
         &r.out().join(format!("logs/app-{tag}.log")),
         &r.out().join(format!("data/app-{tag}.out")),
@@ -1389,6 +1580,7 @@ fn run_round(
     };
     wait_until(first + WARM + BEFORE);
     let shown_before = r.steps.len();
+    r.pin_steps(s.cpus.map(CpuSplit::defragmenter_list));
     let mut defrag_step = |r: &mut Runner| -> Result<(Instant, Option<DefragFigures>, Instant)> {
         let d_start = Instant::now();
         let defrag = match name {
@@ -1440,6 +1632,7 @@ fn run_round(
         }
         None => (None, defrag_step(r)?),
     };
+    r.pin_steps(None);
     wait_until(d_end + AFTER);
     running.progress_past(d_end + AFTER, START_LIMIT, &stopped);
     let samples = running.stop();
@@ -1622,7 +1815,7 @@ mod tests {
         )
         .unwrap();
         let o = dir.path().join("o.json");
-        retarget_profile(&p, Path::new("/a/base"), Path::new("/a/clone"), &o).unwrap();
+        retarget_profile(&p, Path::new("/a/base"), Path::new("/a/clone"), None, &o).unwrap();
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&o).unwrap()).unwrap();
         assert_eq!(v["files"][0]["path"], "/a/clone/db/1.sst");

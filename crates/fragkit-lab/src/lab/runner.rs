@@ -37,6 +37,8 @@ pub struct Runner {
     bar: ProgressBar,
     /// The next step's stdin when not /dev/null (a terminal, see `tool_output`).
     stdin: Option<OwnedFd>,
+    /// The CPUs the next steps run on (a taskset -c list), None: any.
+    pin: Option<String>,
     /// Set by SIGINT or SIGTERM: the running step is stopped and no other starts, so
     /// the lab ends through its normal path and tears its scratch file systems down.
     stop: &'static AtomicBool,
@@ -71,6 +73,7 @@ impl Runner {
             steps: Vec::new(),
             bar,
             stdin: None,
+            pin: None,
             stop: fragkit_sys::signals::interrupt_flag(true),
         })
     }
@@ -212,6 +215,12 @@ impl Runner {
         self.say(&format!("  done  {name} ({seconds:.1} s)"));
     }
 
+    /// Run the next steps on these CPUs (a taskset -c list, shown in their commands), or
+    /// anywhere (None).
+    pub(crate) fn pin_steps(&mut self, cpus: Option<String>) {
+        self.pin = cpus;
+    }
+
     pub fn begin(&self, name: &str) {
         self.bar.set_message(name.to_string());
     }
@@ -238,7 +247,19 @@ impl Runner {
         let log_file = fs::File::create(self.out.join(&log))?;
         let t = Instant::now();
         let started = fragkit_core::units::unix_now();
-        let mut child = Command::new(program)
+        let mut command = match &self.pin {
+            Some(cpus) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpus]).arg(program);
+                c
+            }
+            None => Command::new(program),
+        };
+        let shown = match &self.pin {
+            Some(cpus) => format!("taskset -c {cpus} {shown}"),
+            None => shown,
+        };
+        let mut child = command
             .args(args)
             .stdin(match self.stdin.as_ref().map(OwnedFd::try_clone) {
                 Some(fd) => Stdio::from(fd?),
