@@ -994,7 +994,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
                     dir.display()
                 );
             }
-            Some(kept_base(dir, app, lab)?)
+            Some((dir.as_path(), kept_base(dir, app, lab)?))
         }
         None => None,
     };
@@ -1041,10 +1041,10 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
     // 1. Scratch, aged with PaF, then the application's database (or a clone of one a
     // kept run built).
     let base_info = match &kept {
-        Some(kept) => {
+        Some((dir, kept)) => {
             notes.push(format!(
                 "The database was not built here: the base is a block-for-block clone of the one kept by the run in {} (--database-from).",
-                spec.database_from.as_deref().unwrap_or(Path::new("?")).display()
+                dir.display()
             ));
             steps::clone_scratch(&mut r, kept, &images, "BASE")?
         }
@@ -1110,16 +1110,13 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
     // A kept run's database comes with its trace: the clone is the base as that run's
     // rounds found it (the trace's own db_bench run changed it: RocksDB flushes its log
     // when it opens the database), and its profile is the one they were moved by.
-    let traced = match (&kept, &spec.database_from) {
-        (Some(kept), Some(dir)) => {
+    let traced = match &kept {
+        Some((dir, kept)) => {
             let t = Instant::now();
             // A block-for-block clone: the same inodes on the clone's device.
-            let st_dev = std::os::unix::fs::MetadataExt::dev(&fs::metadata(&base)?);
-            let dev = format!(
-                "{}:{}",
-                nix::sys::stat::major(st_dev),
-                nix::sys::stat::minor(st_dev)
-            );
+            let (major, minor) =
+                fragkit_sys::dev::split(std::os::unix::fs::MetadataExt::dev(&fs::metadata(&base)?));
+            let dev = format!("{major}:{minor}");
             retarget_profile(
                 &dir.join("data/profile.json"),
                 kept,
@@ -1142,7 +1139,7 @@ pub fn run(spec: &AppSpec) -> Result<AppReport> {
             );
             traced
         }
-        _ => r.fragkit("trace application", &targs, Some("trace-app.out"))?,
+        None => r.fragkit("trace application", &targs, Some("trace-app.out"))?,
     };
     let trace = TraceSummary::of(&fragkit_trace::profile::Profile::load(&profile)?);
     if trace.files == 0 {
